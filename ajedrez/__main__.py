@@ -1,0 +1,5 @@
+import sys
+
+from .server_main import main
+
+sys.exit(main())

@@ -1,0 +1,92 @@
+"""Every reply code the server can send: the reconstructed annex A1 of ESPOL 2.0.
+
+Classes (contract section 1): 1xx-3xx success, 4xx-5xx system error (the command was
+not carried out because of the server), 8xx-9xx failure (the client's command was bad,
+not allowed now, or based on stale data). One meaning per code. ``docs/protocol.md``
+lists the same table; ``tests/test_docs.py`` checks that the two agree.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Reply(IntEnum):
+    # -- success ---------------------------------------------------------------
+    S_USER = 101  # USER accepted; data: the user name (code fixed by the seed)
+    S_PASSWD = 102  # login complete; data: the user name
+    S_SUBS = 103  # subscription request stored for the administrator
+    S_UNSU = 104  # account closed; the connection closes after this reply
+    S_HELP = 110  # data: the command list
+    S_TRAN = 200  # command carried out (JUEG); TRAN with data
+    S_NODATA = 201  # TRAN, PPEN, JAUT: nothing since fecha; data: the new fecha
+    S_ACEP = 202  # game created; data: the game id
+    S_PPEN = 203  # data: fecha then the caller's games changed since the asked fecha
+    S_JAUT = 204  # data: fecha then the active users admitted or changed since fecha
+    S_SRNK = 205  # data: the ranking
+    S_STAT = 206  # data: the game's status record
+    S_SPAR = 207  # data: moves after the asked ply
+    S_JGDA = 208  # move stored (or an exact resend of the move just stored)
+    S_TBLS = 209  # draw offer recorded
+    S_RTBL = 210  # answer to a draw offer recorded
+    S_REND = 211  # resignation recorded; the game is over
+    S_FINP = 212  # draw claim accepted; the game is over, drawn
+    S_DECL = 213  # challenge declined (DECL)
+    S_PGNX = 214  # data: the game as PGN text (PGNX)
+
+    # -- system errors ---------------------------------------------------------
+    E_STORAGE = 401  # the database cannot be reached or refused the work; retry later
+    E_BUSY = 402  # the server holds its maximum number of connections; try later
+    E_INTERNAL = 500  # an unexpected fault inside the server; the command was not done
+
+    # -- failures: the line itself ---------------------------------------------
+    F_CMDINV = 800  # unknown command code
+    F_NFIELDS = 801  # wrong number of fields for the command
+    F_PARAM = 802  # a field is malformed (the reason names it)
+    F_LONGLINE = 803  # the line exceeds the maximum length; discarded whole
+    F_ENCODING = 804  # the line is not valid UTF-8
+    # -- failures: session state -----------------------------------------------
+    F_NOLOGIN = 805  # the command needs a login; the connection closes
+    F_SEQ = 806  # PASS without a preceding successful USER; the connection closes
+    F_LOGGED = 807  # USER or PASS sent again after login
+    F_NOTSELF = 808  # UNSU names another user than the one logged in
+    # -- failures: accounts ----------------------------------------------------
+    F_NOUSER = 814  # no active user of that name (code fixed by the seed)
+    F_PASINV = 815  # wrong password
+    F_NAMETAKEN = 816  # SUBS: the name is taken or already requested
+    F_SELF = 817  # JUEG to oneself
+    # -- failures: challenges --------------------------------------------------
+    F_REQEXISTS = 820  # an open challenge between the two users exists already
+    F_GAMEEXISTS = 821  # an active game between the two users exists already
+    F_NOREQ = 822  # no open challenge from that user
+    # -- failures: games -------------------------------------------------------
+    F_NOGAME = 830  # no game with that id
+    F_NOTPLAYER = 831  # the caller does not play in that game
+    F_OPPONENT = 832  # usuario destino is not the caller's opponent in that game
+    F_GAMEOVER = 833  # the game is finished
+    F_NOTURN = 834  # it is not the caller's turn
+    F_PLY = 835  # #jugada is not the next ply of the game (stale or ahead)
+    F_DRAWPEND = 836  # a draw offer is pending: no move until it is answered
+    F_MISMATCH = 837  # posicion or promocion disagree with jugada
+    F_ILLEGAL = 838  # the move is illegal in the position
+    F_NOMASJUG = 839  # SPAR: no moves after that ply
+    F_OFFERED = 840  # TBLS: a draw offer is already pending in that game
+    F_NOOFFER = 841  # RTBL: no draw offer from the opponent to answer
+    F_NOCLAIM = 842  # FINP: neither threefold repetition nor the fifty-move rule applies
+
+
+SUCCESS_CLASSES = (1, 2, 3)
+ERROR_CLASSES = (4, 5)
+FAILURE_CLASSES = (8, 9)
+
+
+def reply_class(code: int) -> str:
+    """Return ``"success"``, ``"error"`` or ``"failure"`` for a code (contract section 1)."""
+    first = code // 100
+    if first in SUCCESS_CLASSES:
+        return "success"
+    if first in ERROR_CLASSES:
+        return "error"
+    if first in FAILURE_CLASSES:
+        return "failure"
+    raise ValueError(f"code {code} is outside every reply class")

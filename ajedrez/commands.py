@@ -1,0 +1,163 @@
+"""The command table: per command its fields, whether it needs a login, and its help line.
+
+Checked in one place (:func:`parse_args`) before dispatch, so handlers only ever see
+well-formed values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import values as v
+from .codes import Reply
+from .wire import Line, LineError
+
+Parser = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    fields: tuple[tuple[str, Parser], ...]
+    login: bool
+    summary: str
+    optional: int = 0  # how many trailing fields may be left out
+
+    @property
+    def syntax(self) -> str:
+        shown = [f"<{label}>" for label, _ in self.fields]
+        if self.optional:
+            shown[-self.optional :] = [f"[{f}]" for f in shown[-self.optional :]]
+        return ":".join([self.name, *shown])
+
+
+def _spec(name: str, login: bool, summary: str, *fields: tuple[str, Parser], optional: int = 0):
+    return Spec(name, fields, login, summary, optional)
+
+
+_PARTIDA = ("partida", v.partida)
+_DESTINO = ("usuario destino", v.usuario)
+_FECHA = ("fecha", v.fecha)
+
+SPECS: dict[str, Spec] = {
+    s.name: s
+    for s in (
+        _spec("USER", False, "start the login with your user name", ("usuario", v.usuario)),
+        _spec("PASS", False, "finish the login with your password", ("password", v.password)),
+        _spec(
+            "SUBS",
+            False,
+            "ask the administrator for an account",
+            ("usuario", v.usuario),
+            ("password", v.password),
+            ("comentario", v.comentario),
+        ),
+        _spec(
+            "HELP",
+            False,
+            "this list, or one command's syntax",
+            ("comando", v.help_topic),
+            optional=1,
+        ),
+        _spec("QUIT", False, "end the session (no reply)"),
+        _spec("JUEG", True, "challenge a user to a game", _DESTINO),
+        _spec("TRAN", True, "challenges to you made since fecha", _FECHA),
+        _spec(
+            "ACEP",
+            True,
+            "accept a user's challenge, playing color (B or N)",
+            ("color", v.color),
+            _DESTINO,
+        ),
+        _spec(
+            "DECL", True, "decline a user's challenge to you, or withdraw yours to them", _DESTINO
+        ),
+        _spec("PPEN", True, "your games created or changed since fecha", _FECHA),
+        _spec("JAUT", True, "active users admitted or changed since fecha (0 = all)", _FECHA),
+        _spec("SRNK", True, "the ten users with most won games"),
+        _spec("STAT", True, "the status of one of your games", _PARTIDA),
+        _spec(
+            "SPAR",
+            True,
+            "the moves of one of your games after #jugada (0 = all)",
+            _PARTIDA,
+            ("#jugada", v.ply),
+        ),
+        _spec(
+            "JGDA",
+            True,
+            "play a move",
+            _PARTIDA,
+            ("#jugada", v.ply),
+            ("jugada", v.jugada),
+            ("reverso", v.reverso),
+            ("posicion", v.posicion),
+            ("promocion", v.promocion),
+        ),
+        _spec("TBLS", True, "offer your opponent a draw", _PARTIDA, _DESTINO),
+        _spec(
+            "RTBL",
+            True,
+            "answer your opponent's draw offer: S accept, N decline",
+            _PARTIDA,
+            ("S o N", v.yes_no),
+            _DESTINO,
+        ),
+        _spec("REND", True, "resign the game", _PARTIDA, _DESTINO),
+        _spec(
+            "FINP",
+            True,
+            "claim a draw by threefold repetition or the fifty-move rule",
+            _PARTIDA,
+            _DESTINO,
+        ),
+        _spec("PGNX", True, "one of your games as PGN", _PARTIDA),
+        _spec(
+            "UNSU",
+            True,
+            "close your account (your active games are lost)",
+            ("usuario", v.usuario),
+            ("password", v.password),
+        ),
+    )
+}
+
+ALIASES = {"TBLs": "TBLS", "RTBS": "RTBL"}  # spellings found in the seed
+PRE_LOGIN = frozenset(name for name, spec in SPECS.items() if not spec.login)
+
+
+def lookup(code: str) -> Spec | None:
+    return SPECS.get(ALIASES.get(code, code))
+
+
+def parse_args(spec: Spec, line: Line) -> list[Any]:
+    """Check the field count and syntax; return the parsed values."""
+    fields = line.fields
+    most = len(spec.fields)
+    least = most - spec.optional
+    # A trailing ':' that would make one field too many is ignored (contract section 1).
+    if len(fields) == most + 1 and fields[-1] == "":
+        fields = fields[:-1]
+    if not least <= len(fields) <= most:
+        wanted = str(most) if least == most else f"{least} to {most}"
+        raise LineError(
+            Reply.F_NFIELDS,
+            f"{spec.name} takes {wanted} field(s), got {len(fields)}: {spec.syntax}",
+        )
+    parsed = []
+    for (_label, parse), raw in zip(spec.fields, fields, strict=False):
+        try:
+            parsed.append(parse(raw))
+        except ValueError as e:
+            raise LineError(Reply.F_PARAM, f"{spec.name}: {e}") from e
+    return parsed
+
+
+def help_text(topic: str = "") -> list[str]:
+    specs = [lookup(topic)] if topic else list(SPECS.values())
+    lines = [f"{s.syntax} - {s.summary}" for s in specs if s is not None]
+    if not topic:
+        lines.append("TBLs and RTBS are accepted as TBLS and RTBL. See docs/protocol.md.")
+    return lines

@@ -1,0 +1,18 @@
+"""Exceptions that cross layers. Free of SQLAlchemy, so the protocol layer can catch them."""
+
+from __future__ import annotations
+
+from .codes import Reply
+
+
+class Failure(Exception):
+    """The command was refused (8xx/9xx): bad parameters, not allowed now, stale data."""
+
+    def __init__(self, code: Reply, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class StorageError(Exception):
+    """The database could not do the work (unreachable, locked too long, I/O fault)."""

@@ -1,0 +1,226 @@
+"""Accounts: login, subscription requests, leaving, the user list, and the admin's side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, insert, select, update
+
+from ..codes import Reply
+from ..errors import Failure
+from ..passwords import hash_password, verify
+from ..storage.db import Conflict, Database, Tx
+from ..storage.models import GameRequest, Subscription, User
+from . import games
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The logged-in user a session acts for."""
+
+    id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    name: str
+    active: bool
+    comment: str
+    admitted_at: int
+    changed_at: int
+    wins: int
+
+
+@dataclass(frozen=True)
+class SubscriptionInfo:
+    name: str
+    comment: str
+    requested_at: int
+
+
+class Accounts:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- protocol side -----------------------------------------------------------------
+
+    def check_active(self, name: str) -> None:
+        """USER: the name must be an active account."""
+        with self.db.read() as conn:
+            found = conn.execute(
+                select(User.id).where(User.name == name, User.active.is_(True))
+            ).first()
+        if found is None:
+            raise Failure(Reply.F_NOUSER, f"no active user '{name}'")
+
+    def login(self, name: str, password: str) -> Caller:
+        """PASS: verify outside any transaction (the hash is slow on purpose)."""
+        with self.db.read() as conn:
+            row = conn.execute(
+                select(User.id, User.password_hash).where(User.name == name, User.active.is_(True))
+            ).first()
+        if row is None:
+            raise Failure(Reply.F_NOUSER, f"no active user '{name}'")
+        ok, new_hash = verify(password, row.password_hash)
+        if not ok:
+            raise Failure(Reply.F_PASINV, "wrong password")
+        if new_hash is not None:
+            with self.db.write() as tx:
+                tx.conn.execute(
+                    update(User)
+                    .where(User.id == row.id, User.password_hash == row.password_hash)
+                    .values(password_hash=new_hash)
+                )
+        return Caller(row.id, name)
+
+    def subscribe(self, name: str, password: str, comment: str) -> None:
+        password_hash = hash_password(password)
+        try:
+            with self.db.write() as tx:
+                if _user_id(tx, name) is not None:
+                    raise Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken")
+                tx.conn.execute(
+                    insert(Subscription).values(
+                        name=name,
+                        password_hash=password_hash,
+                        comment=comment,
+                        requested_at=tx.stamp,
+                    )
+                )
+        except Conflict:
+            raise Failure(
+                Reply.F_NAMETAKEN, f"an account for '{name}' has been requested already"
+            ) from None
+
+    def unsubscribe(self, caller: Caller, name: str, password: str) -> None:
+        if name != caller.name:
+            raise Failure(Reply.F_NOTSELF, f"you are logged in as '{caller.name}', not '{name}'")
+        self.login(name, password)
+        self._deactivate(name)
+
+    def active_users_since(self, since: int) -> tuple[int, list[str]]:
+        """JAUT: (fecha to send back, names)."""
+        with self.db.sync_read() as tx:
+            names = tx.conn.scalars(
+                select(User.name)
+                .where(User.active.is_(True), User.changed_at >= since)
+                .order_by(User.name)
+            ).all()
+            return tx.stamp, list(names)
+
+    def is_active(self, caller: Caller) -> bool:
+        with self.db.read() as conn:
+            return bool(conn.scalar(select(User.active).where(User.id == caller.id)))
+
+    # -- administrator side ------------------------------------------------------------
+
+    def add_user(self, name: str, password: str, comment: str = "") -> None:
+        self._create_user(name, hash_password(password), comment)
+
+    def list_users(self) -> list[UserInfo]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(
+                    User.name,
+                    User.active,
+                    User.comment,
+                    User.admitted_at,
+                    User.changed_at,
+                    User.wins,
+                ).order_by(User.name)
+            ).all()
+        return [UserInfo(*row) for row in rows]
+
+    def remove_user(self, name: str) -> None:
+        self._deactivate(name)
+
+    def set_password(self, name: str, password: str) -> None:
+        new_hash = hash_password(password)
+        with self.db.write() as tx:
+            done = tx.conn.execute(
+                update(User).where(User.name == name).values(password_hash=new_hash)
+            )
+            if done.rowcount == 0:
+                raise Failure(Reply.F_NOUSER, f"no user '{name}'")
+
+    def list_subscriptions(self) -> list[SubscriptionInfo]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(Subscription.name, Subscription.comment, Subscription.requested_at).order_by(
+                    Subscription.requested_at, Subscription.name
+                )
+            ).all()
+        return [SubscriptionInfo(*row) for row in rows]
+
+    def approve(self, name: str) -> None:
+        """The account keeps the password hash given with SUBS."""
+        try:
+            with self.db.write() as tx:
+                row = tx.conn.execute(
+                    delete(Subscription)
+                    .where(Subscription.name == name)
+                    .returning(Subscription.password_hash, Subscription.comment)
+                ).first()
+                if row is None:
+                    raise Failure(Reply.F_NOUSER, f"no subscription request for '{name}'")
+                self._insert_user(tx, name, row.password_hash, row.comment)
+        except Conflict:
+            raise Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken") from None
+
+    def reject(self, name: str) -> None:
+        with self.db.write() as tx:
+            done = tx.conn.execute(delete(Subscription).where(Subscription.name == name))
+            if done.rowcount == 0:
+                raise Failure(Reply.F_NOUSER, f"no subscription request for '{name}'")
+
+    # -- shared ------------------------------------------------------------------------
+
+    def _create_user(self, name: str, password_hash: str, comment: str) -> None:
+        try:
+            with self.db.write() as tx:
+                pending = tx.conn.scalar(select(Subscription.id).where(Subscription.name == name))
+                if pending is not None:
+                    raise Failure(
+                        Reply.F_NAMETAKEN,
+                        f"'{name}' has a pending subscription request: approve or reject it",
+                    )
+                self._insert_user(tx, name, password_hash, comment)
+        except Conflict:
+            raise Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken") from None
+
+    @staticmethod
+    def _insert_user(tx: Tx, name: str, password_hash: str, comment: str) -> None:
+        tx.conn.execute(
+            insert(User).values(
+                name=name,
+                password_hash=password_hash,
+                comment=comment,
+                active=True,
+                admitted_at=tx.stamp,
+                changed_at=tx.stamp,
+                wins=0,
+            )
+        )
+
+    def _deactivate(self, name: str) -> None:
+        """UNSU and ``users remove``: the account is closed and its active games lost."""
+        with self.db.write() as tx:
+            user_id = tx.conn.scalar(
+                select(User.id).where(User.name == name, User.active.is_(True))
+            )
+            if user_id is None:
+                raise Failure(Reply.F_NOUSER, f"no active user '{name}'")
+            tx.conn.execute(
+                update(User).where(User.id == user_id).values(active=False, changed_at=tx.stamp)
+            )
+            tx.conn.execute(
+                delete(GameRequest).where(
+                    (GameRequest.challenger_id == user_id) | (GameRequest.challenged_id == user_id)
+                )
+            )
+            games.forfeit_all(tx, user_id)
+
+
+def _user_id(tx: Tx, name: str) -> int | None:
+    return tx.conn.scalar(select(User.id).where(User.name == name))

@@ -1,0 +1,636 @@
+"""Challenges and games: every rule through python-chess, every write in one transaction.
+
+A game row is locked (``FOR UPDATE`` on PostgreSQL; the SQLite write lock covers it)
+before it is read for a change, so two sessions racing for one ply cannot both win, and
+the primary key (game, ply) of ``moves`` makes a duplicate ply impossible in any case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import chess
+import chess.pgn
+from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy.orm import aliased
+
+from ..codes import Reply
+from ..errors import Failure
+from ..storage.db import Conflict, Database, Tx
+from ..storage.models import (
+    REQ_ACCEPT,
+    REQ_NONE,
+    REQ_OFFER,
+    REQ_RESIGN,
+    STATUS_ACTIVE,
+    STATUS_FINISHED,
+    WINNER_BLACK,
+    WINNER_DRAW,
+    WINNER_NONE,
+    WINNER_WHITE,
+    Game,
+    GameRequest,
+    Move,
+    User,
+)
+from ..values import format_partida
+
+PROMOTION_CODES = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
+PROMOTION_PIECES = {code: piece for piece, code in PROMOTION_CODES.items()}
+AUTOMATIC_ENDINGS = {
+    chess.Termination.CHECKMATE: "checkmate",
+    chess.Termination.STALEMATE: "stalemate",
+    chess.Termination.INSUFFICIENT_MATERIAL: "insufficient material",
+    chess.Termination.SEVENTYFIVE_MOVES: "seventy-five-move rule",
+    chess.Termination.FIVEFOLD_REPETITION: "fivefold repetition",
+}
+LEFT_SERVICE = "left the service"
+RESULTS = {WINNER_NONE: "*", WINNER_WHITE: "1-0", WINNER_BLACK: "0-1", WINNER_DRAW: "1/2-1/2"}
+
+White = aliased(User)
+Black = aliased(User)
+
+
+@dataclass(frozen=True)
+class GameSummary:
+    """PPEN record: ``opponent_color`` is the colour the opponent plays (contract)."""
+
+    game_id: int
+    opponent: str
+    opponent_color: str
+    status: int
+
+
+@dataclass(frozen=True)
+class GameStatus:
+    game_id: int
+    white: str
+    black: str
+    changed_at: int
+    status: int
+    winner: int
+    req_white: int
+    req_black: int
+    color: str  # the caller's colour
+    next_ply: int
+
+
+@dataclass(frozen=True)
+class MoveRecord:
+    ply: int
+    jugada: str
+    reverso: int
+    posicion: str
+    promocion: int
+
+
+@dataclass(frozen=True)
+class GameListing:
+    game_id: int
+    white: str
+    black: str
+    status: int
+    winner: int
+    plies: int
+    changed_at: int
+    end_reason: str | None
+
+
+def square_code(square: chess.Square) -> str:
+    """python-chess numbers squares a1=0 ... h8=63, exactly as ``posicion`` does."""
+    return f"{square:02d}"
+
+
+class Games:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- challenges --------------------------------------------------------------------
+
+    def challenge(self, caller_id: int, target: str) -> None:
+        try:
+            with self.db.write() as tx:
+                me = tx.conn.execute(
+                    select(User.name, User.active).where(User.id == caller_id)
+                ).one()
+                if not me.active:
+                    raise Failure(Reply.F_NOUSER, f"your account '{me.name}' is closed")
+                target_id = _active_user_id(tx.conn, target)
+                if target_id == caller_id:
+                    raise Failure(Reply.F_SELF, "you cannot challenge yourself")
+                lo, hi = sorted((caller_id, target_id))
+                if _open_request(tx.conn, lo, hi) is not None:
+                    raise Failure(
+                        Reply.F_REQEXISTS, f"a challenge between you and '{target}' is open"
+                    )
+                if _active_game(tx.conn, lo, hi) is not None:
+                    raise Failure(
+                        Reply.F_GAMEEXISTS, f"you already have an active game with '{target}'"
+                    )
+                tx.conn.execute(
+                    insert(GameRequest).values(
+                        challenger_id=caller_id,
+                        challenged_id=target_id,
+                        user_lo=lo,
+                        user_hi=hi,
+                        created_at=tx.stamp,
+                    )
+                )
+        except Conflict:
+            raise Failure(
+                Reply.F_REQEXISTS, f"a challenge between you and '{target}' is open"
+            ) from None
+
+    def challengers_since(self, caller_id: int, since: int) -> tuple[int, list[str]]:
+        """TRAN: (fecha to send back, users whose open challenges to me are that recent)."""
+        with self.db.sync_read() as tx:
+            names = tx.conn.scalars(
+                select(User.name)
+                .join(GameRequest, GameRequest.challenger_id == User.id)
+                .where(GameRequest.challenged_id == caller_id, GameRequest.created_at >= since)
+                .order_by(GameRequest.created_at, User.name)
+            ).all()
+            return tx.stamp, list(names)
+
+    def accept(self, caller_id: int, color: str, challenger: str) -> int:
+        """ACEP: the challenged player picks the colour; returns the new game's id."""
+        try:
+            with self.db.write() as tx:
+                challenger_id = tx.conn.scalar(select(User.id).where(User.name == challenger))
+                consumed = None
+                if challenger_id is not None:
+                    consumed = tx.conn.execute(
+                        delete(GameRequest)
+                        .where(
+                            GameRequest.challenger_id == challenger_id,
+                            GameRequest.challenged_id == caller_id,
+                        )
+                        .returning(GameRequest.id)
+                    ).first()
+                if consumed is None:
+                    raise Failure(Reply.F_NOREQ, f"no open challenge from '{challenger}' to you")
+                white, black = (
+                    (caller_id, challenger_id) if color == "B" else (challenger_id, caller_id)
+                )
+                lo, hi = sorted((white, black))
+                return tx.conn.execute(
+                    insert(Game)
+                    .values(
+                        white_id=white,
+                        black_id=black,
+                        user_lo=lo,
+                        user_hi=hi,
+                        status=STATUS_ACTIVE,
+                        winner=WINNER_NONE,
+                        req_white=REQ_NONE,
+                        req_black=REQ_NONE,
+                        next_ply=1,
+                        fen=chess.STARTING_FEN,
+                        created_at=tx.stamp,
+                        changed_at=tx.stamp,
+                    )
+                    .returning(Game.id)
+                ).scalar_one()
+        except Conflict:
+            raise Failure(
+                Reply.F_GAMEEXISTS, f"you already have an active game with '{challenger}'"
+            ) from None
+
+    def decline(self, caller_id: int, other: str) -> None:
+        """DECL: remove the open challenge between me and ``other``, whoever made it."""
+        with self.db.write() as tx:
+            other_id = tx.conn.scalar(select(User.id).where(User.name == other))
+            removed = 0
+            if other_id is not None:
+                lo, hi = sorted((caller_id, other_id))
+                removed = tx.conn.execute(
+                    delete(GameRequest).where(GameRequest.user_lo == lo, GameRequest.user_hi == hi)
+                ).rowcount
+            if not removed:
+                raise Failure(Reply.F_NOREQ, f"no open challenge between you and '{other}'")
+
+    # -- reading games -----------------------------------------------------------------
+
+    def games_since(self, caller_id: int, since: int) -> tuple[int, list[GameSummary]]:
+        """PPEN: my games (active and finished) created or changed since fecha."""
+        with self.db.sync_read() as tx:
+            out: list[GameSummary] = []
+            for mine, theirs, their_color in (
+                (Game.white_id, Game.black_id, "N"),
+                (Game.black_id, Game.white_id, "B"),
+            ):
+                rows = tx.conn.execute(
+                    select(Game.id, User.name, Game.status)
+                    .join(User, User.id == theirs)
+                    .where(mine == caller_id, Game.changed_at >= since)
+                )
+                out += [GameSummary(r.id, r.name, their_color, r.status) for r in rows]
+            out.sort(key=lambda g: g.game_id)
+            return tx.stamp, out
+
+    def status(self, caller_id: int, game_id: int) -> GameStatus:
+        with self.db.read() as conn:
+            row = _game_row(conn, game_id)
+            color = _color_of(row, caller_id, game_id)
+            return GameStatus(
+                game_id,
+                row.white,
+                row.black,
+                row.changed_at,
+                row.status,
+                row.winner,
+                row.req_white,
+                row.req_black,
+                color,
+                row.next_ply,
+            )
+
+    def moves_after(self, caller_id: int, game_id: int, after: int) -> list[MoveRecord]:
+        with self.db.read() as conn:
+            _color_of(_game_row(conn, game_id), caller_id, game_id)
+            rows = conn.execute(
+                select(Move.ply, Move.jugada, Move.reverso, Move.posicion, Move.promocion)
+                .where(Move.game_id == game_id, Move.ply > after)
+                .order_by(Move.ply)
+            ).all()
+        if not rows:
+            raise Failure(Reply.F_NOMASJUG, f"no moves after ply {after} in {_pid(game_id)}")
+        return [MoveRecord(*r) for r in rows]
+
+    def ranking(self, limit: int = 10) -> list[tuple[str, int]]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(User.name, User.wins)
+                .where(User.active.is_(True))
+                .order_by(User.wins.desc(), User.name)
+                .limit(limit)
+            ).all()
+        return [(r.name, r.wins) for r in rows]
+
+    # -- moves -------------------------------------------------------------------------
+
+    def play(
+        self,
+        caller_id: int,
+        game_id: int,
+        ply: int,
+        jugada: str,
+        reverso: int,
+        posicion: str,
+        promocion: int,
+    ) -> None:
+        try:
+            with self.db.write() as tx:
+                self._play(tx, caller_id, game_id, ply, jugada, reverso, posicion, promocion)
+        except Conflict:
+            # Another transaction stored this ply first (possible only across databases
+            # that do not honour the row lock); the client must resynchronise.
+            raise Failure(Reply.F_PLY, f"ply {ply} of {_pid(game_id)} was just played") from None
+
+    def _play(
+        self,
+        tx: Tx,
+        caller_id: int,
+        game_id: int,
+        ply: int,
+        jugada: str,
+        reverso: int,
+        posicion: str,
+        promocion: int,
+    ) -> None:
+        conn = tx.conn
+        row = _game_row(conn, game_id, lock=True)
+        color = _color_of(row, caller_id, game_id)
+        if ply == row.next_ply - 1 and _ply_color(ply) == color:
+            last = conn.execute(
+                select(Move.jugada, Move.reverso, Move.posicion, Move.promocion).where(
+                    Move.game_id == game_id, Move.ply == ply
+                )
+            ).one()
+            if tuple(last) == (jugada, reverso, posicion, promocion):
+                return  # an exact resend of the move just stored: nothing to do
+        _require_active(row, game_id)
+        if _ply_color(row.next_ply) != color:
+            raise Failure(Reply.F_NOTURN, f"it is your opponent's turn in {_pid(game_id)}")
+        if ply != row.next_ply:
+            raise Failure(
+                Reply.F_PLY,
+                f"#jugada {ply} is not the next ply of {_pid(game_id)}: expected {row.next_ply}",
+            )
+        if REQ_OFFER in (row.req_white, row.req_black):
+            raise Failure(
+                Reply.F_DRAWPEND,
+                f"a draw offer is pending in {_pid(game_id)}: it must be answered (RTBL) first",
+            )
+        # The stored position settles legality without replaying the game; only a legal
+        # move pays for the replay that repetition detection needs.
+        move = _check_move(chess.Board(row.fen), jugada, posicion, promocion)
+        history = _replay(conn, game_id)
+        san = history.san(move)
+        history.push(move)
+        values: dict[str, object] = {
+            "next_ply": ply + 1,
+            "fen": history.fen(),
+            "changed_at": tx.stamp,
+        }
+        outcome = history.outcome(claim_draw=False)
+        if outcome is not None:
+            values |= _finish_values(tx, row, _winner_code(outcome.winner), outcome.termination)
+        conn.execute(
+            insert(Move).values(
+                game_id=game_id,
+                ply=ply,
+                jugada=jugada,
+                reverso=reverso,
+                posicion=posicion,
+                promocion=promocion,
+                san=san,
+                created_at=tx.stamp,
+            )
+        )
+        conn.execute(update(Game).where(Game.id == game_id).values(**values))
+
+    # -- draws, resignation ------------------------------------------------------------
+
+    def offer_draw(self, caller_id: int, game_id: int, opponent: str) -> None:
+        with self.db.write() as tx:
+            row, color = _own_active_game(tx.conn, caller_id, game_id, opponent)
+            if REQ_OFFER in (row.req_white, row.req_black):
+                raise Failure(
+                    Reply.F_OFFERED, f"a draw offer is already pending in {_pid(game_id)}"
+                )
+            _update_game(tx, game_id, **{_req_field(color): REQ_OFFER})
+
+    def answer_draw(self, caller_id: int, game_id: int, accept: bool, opponent: str) -> None:
+        with self.db.write() as tx:
+            row, color = _own_active_game(tx.conn, caller_id, game_id, opponent)
+            theirs = _req_field(_other(color))
+            if getattr(row, theirs) != REQ_OFFER:
+                raise Failure(
+                    Reply.F_NOOFFER, f"your opponent has no draw offer pending in {_pid(game_id)}"
+                )
+            if accept:
+                values = _finish_values(tx, row, WINNER_DRAW, "agreement")
+                values[_req_field(color)] = REQ_ACCEPT
+                _update_game(tx, game_id, **values)
+            else:
+                _update_game(tx, game_id, **{theirs: REQ_NONE})
+
+    def resign(self, caller_id: int, game_id: int, opponent: str) -> None:
+        with self.db.write() as tx:
+            row, color = _own_active_game(tx.conn, caller_id, game_id, opponent)
+            winner = WINNER_BLACK if color == "B" else WINNER_WHITE
+            values = _finish_values(tx, row, winner, "resignation")
+            values[_req_field(color)] = REQ_RESIGN
+            _update_game(tx, game_id, **values)
+
+    def claim_draw(self, caller_id: int, game_id: int, opponent: str) -> None:
+        with self.db.write() as tx:
+            row, _color = _own_active_game(tx.conn, caller_id, game_id, opponent)
+            board = _replay(tx.conn, game_id)
+            if board.is_repetition(3):
+                reason: chess.Termination = chess.Termination.THREEFOLD_REPETITION
+            elif board.halfmove_clock >= 100:
+                reason = chess.Termination.FIFTY_MOVES
+            else:
+                raise Failure(
+                    Reply.F_NOCLAIM,
+                    "no draw to claim: the position has not occurred three times and "
+                    f"only {board.halfmove_clock // 2} moves by each side have passed "
+                    "without a capture or pawn move (50 needed)",
+                )
+            _update_game(tx, game_id, **_finish_values(tx, row, WINNER_DRAW, reason))
+
+    # -- export and administration -----------------------------------------------------
+
+    def pgn(self, game_id: int, caller_id: int | None = None) -> str:
+        """The game as PGN. ``caller_id`` restricts it to the game's players."""
+        with self.db.read() as conn:
+            row = _game_row(conn, game_id)
+            if caller_id is not None:
+                _color_of(row, caller_id, game_id)
+            ucis = conn.scalars(
+                select(Move.jugada).where(Move.game_id == game_id).order_by(Move.ply)
+            ).all()
+        game = chess.pgn.Game()
+        game.headers["Event"] = "Ajedrez correspondence game"
+        game.headers["Site"] = "Ajedrez ESPOL 2.0 server"
+        game.headers["Date"] = _pgn_date(row.created_at)
+        game.headers["Round"] = "-"
+        game.headers["White"] = row.white
+        game.headers["Black"] = row.black
+        game.headers["Result"] = RESULTS[row.winner] if row.status == STATUS_FINISHED else "*"
+        game.headers["GameId"] = _pid(game_id)
+        game.headers["Mode"] = "ICS"
+        if row.finished_at is not None:
+            game.headers["EndDate"] = _pgn_date(row.finished_at)
+            game.headers["Termination"] = (
+                "abandoned" if row.end_reason == LEFT_SERVICE else "normal"
+            )
+        node: chess.pgn.GameNode = game
+        for uci in ucis:
+            node = node.add_variation(chess.Move.from_uci(uci))
+        if row.end_reason:
+            node.comment = row.end_reason
+        return str(game) + "\n"
+
+    def list_all(self) -> list[GameListing]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(
+                    Game.id,
+                    White.name,
+                    Black.name,
+                    Game.status,
+                    Game.winner,
+                    Game.next_ply,
+                    Game.changed_at,
+                    Game.end_reason,
+                )
+                .join(White, White.id == Game.white_id)
+                .join(Black, Black.id == Game.black_id)
+                .order_by(Game.id)
+            ).all()
+        return [GameListing(r[0], r[1], r[2], r[3], r[4], r[5] - 1, r[6], r[7]) for r in rows]
+
+    def purge_finished(self) -> int:
+        """Remove finished games and their moves; nothing else. Returns how many."""
+        with self.db.write() as tx:
+            finished = select(Game.id).where(Game.status == STATUS_FINISHED)
+            tx.conn.execute(delete(Move).where(Move.game_id.in_(finished)))
+            return tx.conn.execute(delete(Game).where(Game.status == STATUS_FINISHED)).rowcount
+
+
+def forfeit_all(tx: Tx, user_id: int) -> None:
+    """A leaving user loses every active game; each opponent is credited a win."""
+    rows = tx.conn.execute(
+        _game_select()
+        .where((Game.white_id == user_id) | (Game.black_id == user_id))
+        .where(Game.status == STATUS_ACTIVE)
+        .with_for_update(of=Game)
+    ).all()
+    for row in rows:
+        color = "B" if row.white_id == user_id else "N"
+        winner = WINNER_BLACK if color == "B" else WINNER_WHITE
+        values = _finish_values(tx, row, winner, LEFT_SERVICE)
+        values[_req_field(color)] = REQ_RESIGN
+        _update_game(tx, row.id, **values)
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _pid(game_id: int) -> str:
+    return format_partida(game_id)
+
+
+def _game_select():  # type: ignore[no-untyped-def]
+    return (
+        select(Game, White.name.label("white"), Black.name.label("black"))
+        .join(White, White.id == Game.white_id)
+        .join(Black, Black.id == Game.black_id)
+    )
+
+
+def _game_row(conn: Connection, game_id: int, *, lock: bool = False):  # type: ignore[no-untyped-def]
+    query = _game_select().where(Game.id == game_id)
+    if lock:
+        query = query.with_for_update(of=Game)
+    row = conn.execute(query).first()
+    if row is None:
+        raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
+    return row
+
+
+def _color_of(row, caller_id: int, game_id: int) -> str:  # type: ignore[no-untyped-def]
+    if row.white_id == caller_id:
+        return "B"
+    if row.black_id == caller_id:
+        return "N"
+    raise Failure(Reply.F_NOTPLAYER, f"you do not play in {_pid(game_id)}")
+
+
+def _own_active_game(conn: Connection, caller_id: int, game_id: int, opponent: str):  # type: ignore[no-untyped-def]
+    row = _game_row(conn, game_id, lock=True)
+    color = _color_of(row, caller_id, game_id)
+    actual = row.black if color == "B" else row.white
+    if opponent != actual:
+        raise Failure(
+            Reply.F_OPPONENT, f"your opponent in {_pid(game_id)} is '{actual}', not '{opponent}'"
+        )
+    _require_active(row, game_id)
+    return row, color
+
+
+def _require_active(row, game_id: int) -> None:  # type: ignore[no-untyped-def]
+    if row.status != STATUS_ACTIVE:
+        raise Failure(Reply.F_GAMEOVER, f"{_pid(game_id)} is finished ({row.end_reason})")
+
+
+def _ply_color(ply: int) -> str:
+    return "B" if ply % 2 == 1 else "N"
+
+
+def _other(color: str) -> str:
+    return "N" if color == "B" else "B"
+
+
+def _req_field(color: str) -> str:
+    return "req_white" if color == "B" else "req_black"
+
+
+def _winner_code(winner: chess.Color | None) -> int:
+    if winner is None:
+        return WINNER_DRAW
+    return WINNER_WHITE if winner == chess.WHITE else WINNER_BLACK
+
+
+def _finish_values(tx: Tx, row, winner: int, reason: str | chess.Termination) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Column values that end a game; credits the winner's win in the same transaction."""
+    if isinstance(reason, chess.Termination):
+        reason = AUTOMATIC_ENDINGS.get(reason) or reason.name.lower().replace("_", " ")
+    if winner in (WINNER_WHITE, WINNER_BLACK):
+        winner_id = row.white_id if winner == WINNER_WHITE else row.black_id
+        tx.conn.execute(update(User).where(User.id == winner_id).values(wins=User.wins + 1))
+    return {
+        "status": STATUS_FINISHED,
+        "winner": winner,
+        "end_reason": reason,
+        "finished_at": tx.stamp,
+        "changed_at": tx.stamp,
+    }
+
+
+def _update_game(tx: Tx, game_id: int, **values: object) -> None:
+    values.setdefault("changed_at", tx.stamp)
+    tx.conn.execute(update(Game).where(Game.id == game_id).values(**values))
+
+
+def _active_user_id(conn: Connection, name: str) -> int:
+    found = conn.scalar(select(User.id).where(User.name == name, User.active.is_(True)))
+    if found is None:
+        raise Failure(Reply.F_NOUSER, f"no active user '{name}'")
+    return found
+
+
+def _open_request(conn: Connection, lo: int, hi: int) -> int | None:
+    return conn.scalar(
+        select(GameRequest.id).where(GameRequest.user_lo == lo, GameRequest.user_hi == hi)
+    )
+
+
+def _active_game(conn: Connection, lo: int, hi: int) -> int | None:
+    return conn.scalar(
+        select(Game.id).where(Game.user_lo == lo, Game.user_hi == hi, Game.status == STATUS_ACTIVE)
+    )
+
+
+def _replay(conn: Connection, game_id: int) -> chess.Board:
+    """The game's board with its full move stack (repetitions need the history).
+
+    Stored moves were validated when played, so ``push`` without a legality re-check.
+    """
+    board = chess.Board()
+    for uci in conn.scalars(select(Move.jugada).where(Move.game_id == game_id).order_by(Move.ply)):
+        board.push(chess.Move.from_uci(uci))
+    return board
+
+
+def _check_move(board: chess.Board, jugada: str, posicion: str, promocion: int) -> chess.Move:
+    base = chess.Move.from_uci(jugada)
+    expected = square_code(base.from_square) + square_code(base.to_square)
+    if posicion != expected:
+        raise Failure(
+            Reply.F_MISMATCH, f"posicion {posicion} does not match {jugada}: expected {expected}"
+        )
+    piece = board.piece_at(base.from_square)
+    name = chess.square_name(base.from_square)
+    if piece is None or piece.color != board.turn:
+        raise Failure(Reply.F_ILLEGAL, f"illegal move {jugada}: no piece of yours on {name}")
+    promotes = piece.piece_type == chess.PAWN and chess.square_rank(base.to_square) in (0, 7)
+    if promotes and promocion == 0:
+        raise Failure(
+            Reply.F_MISMATCH,
+            f"{jugada} takes a pawn to the last rank: promocion must be 2, 3, 4 or 5",
+        )
+    if not promotes and promocion != 0:
+        raise Failure(
+            Reply.F_MISMATCH, f"{jugada} promotes no pawn: promocion must be 0, got {promocion}"
+        )
+    move = chess.Move(base.from_square, base.to_square, PROMOTION_PIECES.get(promocion))
+    if not board.is_legal(move):
+        if board.is_pseudo_legal(move):
+            why = "it would leave your king in check"
+        elif board.is_castling(move) or (
+            piece.piece_type == chess.KING and abs(base.to_square - base.from_square) == 2
+        ):
+            why = "castling is not allowed now"
+        else:
+            why = f"the {chess.piece_name(piece.piece_type)} on {name} cannot move there"
+        raise Failure(Reply.F_ILLEGAL, f"illegal move {jugada}: {why}")
+    return move
+
+
+def _pgn_date(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y.%m.%d")

@@ -1,0 +1,232 @@
+"""One client session: a line in, replies out. No sockets and no SQL here.
+
+The transport (``server.py``) feeds lines and sends what comes back; this class holds
+the login state and turns each command into calls on the service layer. Every reply is
+built by :meth:`Session._reply` or :meth:`Session._records`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .codes import Reply
+from .commands import PRE_LOGIN, SPECS, help_text, lookup, parse_args
+from .errors import Failure, StorageError
+from .service import Accounts, Caller, Games
+from .values import format_fecha, format_partida
+from .wire import LineError, encode_records, encode_reply, parse_line
+
+log = logging.getLogger("ajedrez.session")
+
+# Failures of these commands before login end the connection (contract section 3).
+_LOGIN_COMMANDS = frozenset({"USER", "PASS"})
+
+
+@dataclass
+class Outcome:
+    replies: list[bytes] = field(default_factory=list)
+    close: bool = False
+
+
+class Session:
+    def __init__(self, accounts: Accounts, games: Games, peer: str = "-") -> None:
+        self.accounts = accounts
+        self.games = games
+        self.peer = peer
+        self.pending_user: str | None = None
+        self.caller: Caller | None = None
+        self._handlers: dict[str, Callable[..., Outcome]] = {
+            name: getattr(self, f"do_{name}") for name in SPECS
+        }
+
+    @property
+    def logged_in(self) -> bool:
+        return self.caller is not None
+
+    # -- entry points ------------------------------------------------------------------
+
+    def handle_line(self, raw: bytes) -> Outcome:
+        spec = None
+        try:
+            line = parse_line(raw)
+            spec = lookup(line.code)
+            if spec is None:
+                raise LineError(Reply.F_CMDINV, f"unknown command '{line.code}'; try HELP")
+            if spec.name not in PRE_LOGIN and not self.logged_in:
+                return self._reply(
+                    Reply.F_NOLOGIN, f"{spec.name} needs a login (USER, then PASS)", close=True
+                )
+            args = parse_args(spec, line)
+        except LineError as e:
+            # Before login only a well-formed SUBS, HELP or QUIT may fail and go on.
+            closing = not self.logged_in and (spec is None or spec.name in _LOGIN_COMMANDS)
+            return self._reply(e.code, e.reason, close=closing)
+        try:
+            return self._handlers[spec.name](*args)
+        except Failure as f:
+            closing = not self.logged_in and spec.name in _LOGIN_COMMANDS
+            return self._reply(f.code, f.reason, close=closing)
+        except StorageError as e:
+            log.error("storage error in %s from %s: %s", spec.name, self.who(), e)
+            return self._reply(Reply.E_STORAGE, "the database is unavailable; try again later")
+        except Exception:
+            log.exception("internal error in %s from %s", spec.name, self.who())
+            return self._reply(Reply.E_INTERNAL, "internal server error; the command failed")
+
+    def overlong(self, limit: int) -> Outcome:
+        return self._reply(Reply.F_LONGLINE, f"line longer than {limit} bytes; it was discarded")
+
+    # -- reply helpers -----------------------------------------------------------------
+
+    @staticmethod
+    def _reply(code: Reply, data: str = "", *, close: bool = False) -> Outcome:
+        return Outcome([encode_reply(code, data)], close)
+
+    @staticmethod
+    def _records(code: Reply, records: Iterable[str], **kw: Any) -> Outcome:
+        return Outcome(encode_records(code, records, **kw))
+
+    def _since(self, code: Reply, fecha: int, records: list[str]) -> Outcome:
+        stamp = format_fecha(fecha)
+        if not records:
+            return self._reply(Reply.S_NODATA, stamp)
+        return self._records(code, records, prefix=stamp)
+
+    def who(self) -> str:
+        name = self.caller.name if self.caller else self.pending_user or "-"
+        return f"{name}@{self.peer}"
+
+    @property
+    def _me(self) -> Caller:
+        assert self.caller is not None  # login is checked before dispatch
+        return self.caller
+
+    # -- session and account commands --------------------------------------------------
+
+    def do_USER(self, name: str) -> Outcome:
+        if self.logged_in:
+            return self._reply(Reply.F_LOGGED, f"already logged in as '{self._me.name}'")
+        self.pending_user = None
+        try:
+            self.accounts.check_active(name)
+        except Failure:
+            log.info("login refused for unknown or inactive user %r from %s", name, self.peer)
+            raise
+        self.pending_user = name
+        return self._reply(Reply.S_USER, name)
+
+    def do_PASS(self, password: str) -> Outcome:
+        if self.logged_in:
+            return self._reply(Reply.F_LOGGED, f"already logged in as '{self._me.name}'")
+        if self.pending_user is None:
+            return self._reply(Reply.F_SEQ, "PASS must follow a successful USER", close=True)
+        try:
+            self.caller = self.accounts.login(self.pending_user, password)
+        except Failure:
+            log.warning("failed login for %r from %s", self.pending_user, self.peer)
+            raise
+        log.info("login %s", self.who())
+        return self._reply(Reply.S_PASSWD, self.caller.name)
+
+    def do_SUBS(self, name: str, password: str, comment: str) -> Outcome:
+        self.accounts.subscribe(name, password, comment)
+        log.info("subscription request for %r from %s", name, self.peer)
+        return self._reply(Reply.S_SUBS)
+
+    def do_UNSU(self, name: str, password: str) -> Outcome:
+        self.accounts.unsubscribe(self._me, name, password)
+        log.info("account closed by its user %s", self.who())
+        return self._reply(Reply.S_UNSU, close=True)
+
+    def do_HELP(self, topic: str = "") -> Outcome:
+        if topic and lookup(topic) is None:
+            return self._reply(Reply.F_PARAM, f"HELP: no command '{topic}'")
+        return self._records(Reply.S_HELP, help_text(topic), sep="\n")
+
+    def do_QUIT(self) -> Outcome:
+        return Outcome(close=True)
+
+    def do_JAUT(self, since: int) -> Outcome:
+        stamp, names = self.accounts.active_users_since(since)
+        return self._since(Reply.S_JAUT, stamp, names)
+
+    # -- challenges --------------------------------------------------------------------
+
+    def do_JUEG(self, target: str) -> Outcome:
+        self.games.challenge(self._me.id, target)
+        return self._reply(Reply.S_TRAN)
+
+    def do_TRAN(self, since: int) -> Outcome:
+        stamp, names = self.games.challengers_since(self._me.id, since)
+        return self._since(Reply.S_TRAN, stamp, names)
+
+    def do_ACEP(self, color: str, challenger: str) -> Outcome:
+        game_id = self.games.accept(self._me.id, color, challenger)
+        return self._reply(Reply.S_ACEP, format_partida(game_id))
+
+    def do_DECL(self, other: str) -> Outcome:
+        self.games.decline(self._me.id, other)
+        return self._reply(Reply.S_DECL)
+
+    # -- games -------------------------------------------------------------------------
+
+    def do_PPEN(self, since: int) -> Outcome:
+        stamp, games = self.games.games_since(self._me.id, since)
+        records = [
+            f"{format_partida(g.game_id)}:{g.opponent}:{g.opponent_color}:{g.status}" for g in games
+        ]
+        return self._since(Reply.S_PPEN, stamp, records)
+
+    def do_SRNK(self) -> Outcome:
+        ranking = self.games.ranking()
+        return self._records(Reply.S_SRNK, [f"{name}:{wins}" for name, wins in ranking])
+
+    def do_STAT(self, game_id: int) -> Outcome:
+        g = self.games.status(self._me.id, game_id)
+        fields = (
+            format_partida(g.game_id),
+            g.white,
+            g.black,
+            format_fecha(g.changed_at),
+            g.status,
+            g.winner,
+            g.req_white,
+            g.req_black,
+            g.color,
+            g.next_ply,
+        )
+        return self._reply(Reply.S_STAT, ":".join(map(str, fields)))
+
+    def do_SPAR(self, game_id: int, after: int) -> Outcome:
+        moves = self.games.moves_after(self._me.id, game_id, after)
+        records = [f"{m.ply}:{m.jugada}:{m.reverso}:{m.posicion}:{m.promocion}" for m in moves]
+        return self._records(Reply.S_SPAR, records)
+
+    def do_JGDA(
+        self, game_id: int, ply: int, jugada: str, reverso: int, posicion: str, promocion: int
+    ) -> Outcome:
+        self.games.play(self._me.id, game_id, ply, jugada, reverso, posicion, promocion)
+        return self._reply(Reply.S_JGDA)
+
+    def do_TBLS(self, game_id: int, opponent: str) -> Outcome:
+        self.games.offer_draw(self._me.id, game_id, opponent)
+        return self._reply(Reply.S_TBLS)
+
+    def do_RTBL(self, game_id: int, accept: bool, opponent: str) -> Outcome:
+        self.games.answer_draw(self._me.id, game_id, accept, opponent)
+        return self._reply(Reply.S_RTBL)
+
+    def do_REND(self, game_id: int, opponent: str) -> Outcome:
+        self.games.resign(self._me.id, game_id, opponent)
+        return self._reply(Reply.S_REND)
+
+    def do_FINP(self, game_id: int, opponent: str) -> Outcome:
+        self.games.claim_draw(self._me.id, game_id, opponent)
+        return self._reply(Reply.S_FINP)
+
+    def do_PGNX(self, game_id: int) -> Outcome:
+        text = self.games.pgn(game_id, caller_id=self._me.id)
+        return self._records(Reply.S_PGNX, text.rstrip("\n").split("\n"), sep="\n")

@@ -1,0 +1,41 @@
+"""Bring a database's schema to the newest migration, or tell whether it is there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+import migrations
+
+from .db import Database
+
+
+def alembic_config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    return cfg
+
+
+def upgrade(db: Database) -> None:
+    cfg = alembic_config()
+    with db.engine.connect() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+        conn.commit()
+
+
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def current_revision(db: Database) -> str | None:
+    with db.engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def is_current(db: Database) -> bool:
+    return current_revision(db) == head_revision()

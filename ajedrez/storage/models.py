@@ -1,0 +1,159 @@
+"""The schema: the one place where tables, keys and constraints are defined.
+
+Alembic migrations (``migrations/``) create and change the database; they must agree
+with these models (``tests/test_migrations.py`` compares the two).
+
+Every ``*_at`` column holds a fecha: whole seconds since 1970-01-01 UTC, the protocol's
+unit. ``changed_at`` columns carry the sync stamp of the last write that touched the row
+(see ``docs/design.md``, "Sync by fecha").
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# Game status and result values are the protocol's own (contract section 2).
+STATUS_ACTIVE = 0
+STATUS_FINISHED = 2
+WINNER_NONE = 0
+WINNER_WHITE = 1
+WINNER_BLACK = 2
+WINNER_DRAW = 3
+REQ_NONE = 0
+REQ_OFFER = 1
+REQ_ACCEPT = 2
+REQ_RESIGN = 3
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(32), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    comment: Mapped[str] = mapped_column(String(200), default="")
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    admitted_at: Mapped[int] = mapped_column(BigInteger)
+    changed_at: Mapped[int] = mapped_column(BigInteger, index=True)
+    wins: Mapped[int] = mapped_column(Integer, default=0)
+
+    __table_args__ = (Index("ix_users_wins_name", "wins", "name"),)
+
+
+class Subscription(Base):
+    """A SUBS request waiting for the administrator; the password is already hashed."""
+
+    __tablename__ = "subscriptions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(32), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    comment: Mapped[str] = mapped_column(String(200), default="")
+    requested_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class GameRequest(Base):
+    """An open challenge. ``user_lo``/``user_hi`` make one request per pair, either way."""
+
+    __tablename__ = "game_requests"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    challenger_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    challenged_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    user_lo: Mapped[int] = mapped_column(Integer)
+    user_hi: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        UniqueConstraint("user_lo", "user_hi"),
+        Index("ix_game_requests_challenged_created", "challenged_id", "created_at"),
+        CheckConstraint("challenger_id <> challenged_id", name="not_self"),
+    )
+
+
+class Game(Base):
+    __tablename__ = "games"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    white_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    black_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    user_lo: Mapped[int] = mapped_column(Integer)
+    user_hi: Mapped[int] = mapped_column(Integer)
+    status: Mapped[int] = mapped_column(SmallInteger, default=STATUS_ACTIVE)
+    winner: Mapped[int] = mapped_column(SmallInteger, default=WINNER_NONE)
+    req_white: Mapped[int] = mapped_column(SmallInteger, default=REQ_NONE)
+    req_black: Mapped[int] = mapped_column(SmallInteger, default=REQ_NONE)
+    next_ply: Mapped[int] = mapped_column(Integer, default=1)
+    # The position after the last move, so a move is checked without replaying the game.
+    fen: Mapped[str] = mapped_column(Text)
+    end_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    changed_at: Mapped[int] = mapped_column(BigInteger)
+    finished_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+    __table_args__ = (
+        # One active game per pair of players (seed 5.1); finished games do not count.
+        Index(
+            "uq_games_active_pair",
+            "user_lo",
+            "user_hi",
+            unique=True,
+            sqlite_where=(status == STATUS_ACTIVE),  # type: ignore[arg-type]
+            postgresql_where=(status == STATUS_ACTIVE),  # type: ignore[arg-type]
+        ),
+        Index("ix_games_white_changed", "white_id", "changed_at"),
+        Index("ix_games_black_changed", "black_id", "changed_at"),
+        Index("ix_games_status", "status"),
+        CheckConstraint("white_id <> black_id", name="two_players"),
+        CheckConstraint("status IN (0, 2)", name="status"),
+        CheckConstraint("winner BETWEEN 0 AND 3", name="winner"),
+        CheckConstraint("next_ply >= 1", name="next_ply"),
+    )
+
+
+class Move(Base):
+    """One ply. The primary key (game, ply) makes a duplicate ply impossible."""
+
+    __tablename__ = "moves"
+
+    game_id: Mapped[int] = mapped_column(
+        ForeignKey("games.id", ondelete="CASCADE"), primary_key=True
+    )
+    ply: Mapped[int] = mapped_column(Integer, primary_key=True)
+    jugada: Mapped[str] = mapped_column(String(5))
+    reverso: Mapped[int] = mapped_column(SmallInteger, default=0)
+    posicion: Mapped[str] = mapped_column(String(4))
+    promocion: Mapped[int] = mapped_column(SmallInteger, default=0)
+    san: Mapped[str] = mapped_column(String(10))
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        CheckConstraint("ply >= 1", name="ply"),
+        CheckConstraint("reverso IN (0, 1)", name="reverso"),
+        CheckConstraint("promocion IN (0, 2, 3, 4, 5)", name="promocion"),
+    )

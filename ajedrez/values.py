@@ -1,0 +1,112 @@
+"""Field syntax of contract section 2: each parser returns the value or raises ValueError
+with a reason a person can act on."""
+
+from __future__ import annotations
+
+import re
+
+_USUARIO = re.compile(r"[A-Za-z0-9_.\-]{1,32}")
+_PARTIDA = re.compile(r"P[0-9]{7}")
+_DIGITS = re.compile(r"[0-9]+")
+_JUGADA = re.compile(r"[a-h][1-8][a-h][1-8]")
+_POSICION = re.compile(r"[0-9]{4}")
+_FORBIDDEN = (":", "\r", "\n")
+FECHA_WIDTH = 11
+MAX_PLY = 100_000  # far beyond any legal game (the 75-move rule ends one long before)
+
+
+def usuario(value: str) -> str:
+    if not _USUARIO.fullmatch(value):
+        raise ValueError(
+            f"invalid user name '{_show(value)}': 1-32 characters of A-Z a-z 0-9 _ . -"
+        )
+    return value
+
+
+def password(value: str) -> str:
+    if not 1 <= len(value) <= 128 or any(c in value for c in _FORBIDDEN):
+        raise ValueError("invalid password: 1-128 characters, none of them ':', CR or LF")
+    return value
+
+
+def comentario(value: str) -> str:
+    if len(value) > 200 or any(c in value for c in _FORBIDDEN):
+        raise ValueError("invalid comment: at most 200 characters, none of them ':', CR or LF")
+    return value
+
+
+def fecha(value: str) -> int:
+    if not (1 <= len(value) <= FECHA_WIDTH and _DIGITS.fullmatch(value)):
+        raise ValueError(f"invalid fecha '{_show(value)}': 1-11 digits (seconds since 1970)")
+    return int(value)
+
+
+def format_fecha(seconds: int) -> str:
+    return f"{seconds:0{FECHA_WIDTH}d}"
+
+
+def partida(value: str) -> int:
+    if not _PARTIDA.fullmatch(value):
+        raise ValueError(f"invalid game id '{_show(value)}': P followed by 7 digits")
+    return int(value[1:])
+
+
+def format_partida(game_id: int) -> str:
+    return f"P{game_id:07d}"
+
+
+def ply(value: str) -> int:
+    if not (_DIGITS.fullmatch(value) and len(value) <= 6 and int(value) <= MAX_PLY):
+        raise ValueError(f"invalid move number '{_show(value)}': a number from 0")
+    return int(value)
+
+
+def jugada(value: str) -> str:
+    if not _JUGADA.fullmatch(value):
+        raise ValueError(
+            f"invalid move '{_show(value)}': from-square then to-square, lowercase, like e2e4"
+        )
+    return value
+
+
+def reverso(value: str) -> int:
+    if value not in ("0", "1"):
+        raise ValueError(f"invalid reverso '{_show(value)}': 0 or 1")
+    return int(value)
+
+
+def posicion(value: str) -> str:
+    if not (_POSICION.fullmatch(value) and int(value[:2]) < 64 and int(value[2:]) < 64):
+        raise ValueError(f"invalid posicion '{_show(value)}': two squares 00-63 (a1=00 ... h8=63)")
+    return value
+
+
+def promocion(value: str) -> int:
+    if value not in ("0", "2", "3", "4", "5"):
+        raise ValueError(
+            f"invalid promocion '{_show(value)}': 0 none, 2 knight, 3 bishop, 4 rook, 5 queen"
+        )
+    return int(value)
+
+
+def color(value: str) -> str:
+    if value not in ("B", "N"):
+        raise ValueError(f"invalid colour '{_show(value)}': B (white) or N (black)")
+    return value
+
+
+def yes_no(value: str) -> bool:
+    if value not in ("S", "N"):
+        raise ValueError(f"invalid answer '{_show(value)}': S (accept) or N (decline)")
+    return value == "S"
+
+
+def help_topic(value: str) -> str:
+    if value and not (len(value) == 4 and value.isascii() and value.isalpha()):
+        raise ValueError(f"invalid command name '{_show(value)}'")
+    return value
+
+
+def _show(value: str) -> str:
+    cleaned = "".join(c if c.isprintable() else "?" for c in value)
+    return cleaned if len(cleaned) <= 40 else cleaned[:40] + "..."

@@ -1,0 +1,56 @@
+"""Alembic environment: the models' metadata is the target; batch mode for SQLite."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import Connection, text
+
+from ajedrez.storage.db import Database, resolve_url
+from ajedrez.storage.models import Base
+
+config = context.config
+target_metadata = Base.metadata
+# Two servers starting at once on one PostgreSQL database must not both migrate it.
+MIGRATION_LOCK_KEY = 0x41_6A_65_65
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+        context.run_migrations()
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url=config.get_main_option("sqlalchemy.url") or resolve_url(None),
+        target_metadata=target_metadata,
+        literal_binds=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    db = Database(config.get_main_option("sqlalchemy.url") or resolve_url(None), pool_size=1)
+    try:
+        with db.engine.connect() as conn:
+            _run(conn)
+    finally:
+        db.dispose()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()
