@@ -1,0 +1,209 @@
+"""Fixtures: a real database and a real server process, spoken to over TCP.
+
+``AJEDREZ_TEST_DATABASE_URL`` selects the database (PostgreSQL in CI); without it each
+test run uses a fresh SQLite file. When the variable is set and the database cannot be
+reached, the run fails: it never silently falls back or skips.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from ajedrez.service import Accounts, Games
+from ajedrez.storage.db import Database
+from ajedrez.storage.migrate import upgrade
+from tests.espol import Conn
+
+ROOT = Path(__file__).resolve().parent.parent
+LISTENING = re.compile(r"listening on (\S+):(\d+)")
+
+
+def _reset_postgresql(url: str) -> None:
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = os.environ.get("AJEDREZ_TEST_DATABASE_URL")
+    if url:
+        if url.startswith("sqlite"):
+            return url
+        _reset_postgresql(url)  # raises, failing the run, when the server is unreachable
+        return url
+    return f"sqlite:///{tmp_path_factory.mktemp('db') / 'ajedrez-test.sqlite3'}"
+
+
+@pytest.fixture(scope="session")
+def db(database_url: str) -> Iterator[Database]:
+    database = Database(database_url)
+    upgrade(database)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture(scope="session")
+def accounts(db: Database) -> Accounts:
+    return Accounts(db)
+
+
+@pytest.fixture(scope="session")
+def games(db: Database) -> Games:
+    return Games(db)
+
+
+@dataclass
+class ServerProcess:
+    proc: subprocess.Popen[str]
+    host: str
+    port: int
+    database_url: str
+    log: list[str] = field(default_factory=list)
+
+    def connect(self, timeout: float = 20.0) -> Conn:
+        return Conn(self.host, self.port, timeout)
+
+    def log_text(self) -> str:
+        return "\n".join(self.log)
+
+    def stop(self, timeout: float = 15.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        return self.proc.wait(timeout)
+
+
+def start_server(
+    database_url: str, *extra: str, env: dict[str, str] | None = None
+) -> ServerProcess:
+    """Start ``python -m ajedrez`` on a free port and wait until it listens."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "ajedrez",
+        "--database-url",
+        database_url,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        *extra,
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    lines: list[str] = []
+    found = threading.Event()
+    address: list[tuple[str, int]] = []
+
+    def drain() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line.rstrip("\n"))
+            m = LISTENING.search(line)
+            if m and not found.is_set():
+                address.append((m.group(1), int(m.group(2))))
+                found.set()
+        found.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    if not found.wait(60) or not address:
+        proc.kill()
+        raise RuntimeError("server did not start:\n" + "\n".join(lines))
+    host, port = address[0]
+    return ServerProcess(proc, host, port, database_url, lines)
+
+
+@pytest.fixture(scope="session")
+def server(database_url: str, db: Database) -> Iterator[ServerProcess]:
+    srv = start_server(database_url)
+    yield srv
+    srv.stop()
+
+
+_counter = itertools.count()
+_run = uuid.uuid4().hex[:6]
+
+
+def unique_name(prefix: str = "u") -> str:
+    """A user name no other test (or earlier run on the same database) uses."""
+    return f"{prefix}{_run}{next(_counter)}"[:32]
+
+
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+def new_user(accounts: Accounts) -> Callable[..., str]:
+    """Create an active account directly through the service; returns its name."""
+
+    def make(prefix: str = "u", password: str = PASSWORD, comment: str = "") -> str:
+        name = unique_name(prefix)
+        accounts.add_user(name, password, comment)
+        return name
+
+    return make
+
+
+@pytest.fixture
+def login(server: ServerProcess) -> Iterator[Callable[..., Conn]]:
+    """Open a connection and log in; every connection is closed after the test."""
+    opened: list[Conn] = []
+
+    def do_login(name: str, password: str = PASSWORD) -> Conn:
+        conn = server.connect()
+        opened.append(conn)
+        r = conn.cmd(f"USER:{name}")
+        assert r.code == 101, r
+        r = conn.cmd(f"PASS:{password}")
+        assert r.kind == "S", r
+        return conn
+
+    yield do_login
+    for conn in opened:
+        conn.close()
+
+
+def admin(
+    database_url: str, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``ajedrez-admin`` as a user would (a separate process)."""
+    return subprocess.run(
+        [sys.executable, "-m", "admin.cli", "--database-url", database_url, *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
