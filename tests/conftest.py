@@ -1,7 +1,8 @@
 """Fixtures: a real database and a real server process, spoken to over TCP.
 
 ``AJEDREZ_TEST_DATABASE_URL`` selects the database (PostgreSQL in CI); without it each
-test run uses a fresh SQLite file. When the variable is set and the database cannot be
+test run uses a fresh SQLite file. On PostgreSQL each run works in a schema of its own,
+dropped at the end. When the variable is set and the database cannot be
 reached, the run fails: it never silently falls back or skips.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, make_url, text
 
 from ajedrez.service import Accounts, Games
 from ajedrez.storage.db import Database
@@ -31,25 +32,39 @@ ROOT = Path(__file__).resolve().parent.parent
 LISTENING = re.compile(r"listening on (\S+):(\d+)")
 
 
-def _reset_postgresql(url: str) -> None:
+def _private_schema(url: str) -> tuple[str, Callable[[], None]]:
+    """A schema of this run's own on PostgreSQL, so concurrent runs never collide.
+
+    Returns the URL whose connections use it (``search_path``) and a function that drops it.
+    Connecting raises, failing the run, when the server is unreachable.
+    """
+    schema = f"test_{uuid.uuid4().hex[:12]}"
     engine = create_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
-            conn.execute(text("CREATE SCHEMA public"))
-    finally:
-        engine.dispose()
+    with engine.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    engine.dispose()
+
+    def drop() -> None:
+        cleanup = create_engine(url)
+        with cleanup.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        cleanup.dispose()
+
+    scoped = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
+    return scoped.render_as_string(hide_password=False), drop
 
 
 @pytest.fixture(scope="session")
-def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = os.environ.get("AJEDREZ_TEST_DATABASE_URL")
-    if url:
-        if url.startswith("sqlite"):
-            return url
-        _reset_postgresql(url)  # raises, failing the run, when the server is unreachable
-        return url
-    return f"sqlite:///{tmp_path_factory.mktemp('db') / 'ajedrez-test.sqlite3'}"
+    if url and not url.startswith("sqlite"):
+        scoped, drop = _private_schema(url)
+        yield scoped
+        drop()
+    elif url:
+        yield url
+    else:
+        yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'ajedrez-test.sqlite3'}"
 
 
 @pytest.fixture(scope="session")
