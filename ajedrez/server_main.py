@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     url = resolve_url(args.database_url)
     try:
-        db = Database(url, pool_size=min(max(args.max_connections, 5), 50))
+        db = Database(url)
         log.info("database %s: bringing the schema up to date", redact(url))
         upgrade(db)
     except Exception as e:  # one line for the operator, whatever the driver raised

@@ -94,7 +94,7 @@ class Database:
             self._install_sqlite_hooks(self.engine)
         else:
             self.engine = create_engine(
-                self.url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+                self.url, pool_size=pool_size, max_overflow=pool_size // 2, pool_pre_ping=True
             )
 
     def _prepare_sqlite_path(self, create: bool) -> None:
