@@ -211,15 +211,17 @@ class Accounts:
             )
             if user_id is None:
                 raise Failure(Reply.F_NOUSER, f"no active user '{name}'")
-            tx.conn.execute(
-                update(User).where(User.id == user_id).values(active=False, changed_at=tx.stamp)
-            )
+            # Games first: a finishing move locks its game before the winner's user row,
+            # so taking the same order here leaves PostgreSQL no lock cycle.
+            games.forfeit_all(tx, user_id)
             tx.conn.execute(
                 delete(GameRequest).where(
                     (GameRequest.challenger_id == user_id) | (GameRequest.challenged_id == user_id)
                 )
             )
-            games.forfeit_all(tx, user_id)
+            tx.conn.execute(
+                update(User).where(User.id == user_id).values(active=False, changed_at=tx.stamp)
+            )
 
 
 def _user_id(tx: Tx, name: str) -> int | None:

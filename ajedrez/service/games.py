@@ -468,6 +468,7 @@ def forfeit_all(tx: Tx, user_id: int) -> None:
         _game_select()
         .where((Game.white_id == user_id) | (Game.black_id == user_id))
         .where(Game.status == STATUS_ACTIVE)
+        .order_by(Game.id)  # lock in one global order
         .with_for_update(of=Game)
     ).all()
     for row in rows:
