@@ -13,6 +13,7 @@ import contextlib
 import logging
 import socket
 import threading
+import time
 from dataclasses import dataclass
 
 from .codes import Reply
@@ -137,8 +138,9 @@ class Server:
             # Ends a blocked recv; a command being processed still sends its reply.
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RD)
+        deadline = time.monotonic() + self.limits.stop_grace
         for thread in clients:
-            thread.join(self.limits.stop_grace)
+            thread.join(max(0.0, deadline - time.monotonic()))
         log.info("all sessions closed")
 
 

@@ -302,13 +302,13 @@ class Games:
         conn = tx.conn
         row = _game_row(conn, game_id, lock=True)
         color = _color_of(row, caller_id, game_id)
-        if ply == row.next_ply - 1 and _ply_color(ply) == color:
+        if ply >= 1 and ply == row.next_ply - 1 and _ply_color(ply) == color:
             last = conn.execute(
                 select(Move.jugada, Move.reverso, Move.posicion, Move.promocion).where(
                     Move.game_id == game_id, Move.ply == ply
                 )
-            ).one()
-            if tuple(last) == (jugada, reverso, posicion, promocion):
+            ).first()
+            if last is not None and tuple(last) == (jugada, reverso, posicion, promocion):
                 return  # an exact resend of the move just stored: nothing to do
         _require_active(row, game_id)
         if _ply_color(row.next_ply) != color:
