@@ -10,9 +10,11 @@ from passlib.context import CryptContext
 
 # OWASP's argon2id baseline (19 MiB, 2 passes, 1 lane): ~30-50 ms per hash on this
 # machine class, so a login costs a guesser real time without stalling the server.
+# pbkdf2_sha256 is accepted only to log in accounts imported with such hashes; being
+# deprecated, each is replaced by an argon2id hash at its first successful login.
 CONTEXT = CryptContext(
-    schemes=["argon2"],
-    deprecated="auto",
+    schemes=["argon2", "pbkdf2_sha256"],
+    deprecated=["pbkdf2_sha256"],
     argon2__type="ID",
     argon2__memory_cost=19456,
     argon2__time_cost=2,
