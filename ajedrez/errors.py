@@ -16,3 +16,8 @@ class Failure(Exception):
 
 class StorageError(Exception):
     """The database could not do the work (unreachable, locked too long, I/O fault)."""
+
+
+class TransientStorageError(StorageError):
+    """The database rolled the transaction back to break a deadlock or a serialization
+    conflict; running the same command again is safe and normally succeeds."""

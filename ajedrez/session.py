@@ -14,7 +14,7 @@ from typing import Any
 
 from .codes import Reply
 from .commands import PRE_LOGIN, SPECS, help_text, lookup, parse_args
-from .errors import Failure, StorageError
+from .errors import Failure, StorageError, TransientStorageError
 from .service import Accounts, Caller, Games
 from .values import format_fecha, format_partida
 from .wire import LineError, encode_records, encode_reply, parse_line
@@ -23,6 +23,7 @@ log = logging.getLogger("ajedrez.session")
 
 # Failures of these commands before login end the connection (contract section 3).
 _LOGIN_COMMANDS = frozenset({"USER", "PASS"})
+TRANSIENT_RETRIES = 3
 
 
 @dataclass
@@ -65,7 +66,7 @@ class Session:
             closing = not self.logged_in and (spec is None or spec.name in _LOGIN_COMMANDS)
             return self._reply(e.code, e.reason, close=closing)
         try:
-            return self._handlers[spec.name](*args)
+            return self._run(spec.name, args)
         except Failure as f:
             closing = not self.logged_in and spec.name in _LOGIN_COMMANDS
             return self._reply(f.code, f.reason, close=closing)
@@ -75,6 +76,15 @@ class Session:
         except Exception:
             log.exception("internal error in %s from %s", spec.name, self.who())
             return self._reply(Reply.E_INTERNAL, "internal server error; the command failed")
+
+    def _run(self, name: str, args: list[Any]) -> Outcome:
+        """Run a command, again if the database rolled it back to break a deadlock."""
+        for _attempt in range(TRANSIENT_RETRIES):
+            try:
+                return self._handlers[name](*args)
+            except TransientStorageError as e:
+                log.info("retrying %s for %s after: %s", name, self.who(), e)
+        return self._handlers[name](*args)
 
     def overlong(self, limit: int) -> Outcome:
         return self._reply(Reply.F_LONGLINE, f"line longer than {limit} bytes; it was discarded")

@@ -35,11 +35,14 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, create_engine, event, exc, make_url, text
 from sqlalchemy.engine import URL
 
-from ..errors import StorageError
+from ..errors import StorageError, TransientStorageError
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 # Arbitrary but fixed: the advisory-lock key that orders writers against sync reads.
 SYNC_LOCK_KEY = 0x41_6A_65_64  # "Ajed"
+
+# deadlock_detected, serialization_failure: PostgreSQL rolled back; a rerun may succeed.
+_TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})
 
 _PG_WRITE_BEGIN = text(
     "SELECT pg_advisory_xact_lock_shared(:k), floor(extract(epoch FROM clock_timestamp()))"
@@ -137,6 +140,8 @@ class Database:
         except exc.IntegrityError as e:
             raise Conflict(str(e.orig)) from e
         except (exc.OperationalError, exc.InterfaceError, exc.TimeoutError) as e:
+            if getattr(getattr(e, "orig", None), "sqlstate", None) in _TRANSIENT_SQLSTATES:
+                raise TransientStorageError(_short(e)) from e
             raise StorageError(_short(e)) from e
         except exc.DBAPIError as e:
             if e.connection_invalidated:

@@ -1,0 +1,71 @@
+"""The Ajedrez client: a typed ESPOL 2.0 protocol library and the ``ajedrez`` command.
+
+The library (:mod:`ajedrez.client.protocol`, :mod:`ajedrez.client.errors`) imports no
+server code; only the reply-code table :mod:`ajedrez.codes`.
+"""
+
+from .errors import (
+    ClientError,
+    ConnectionLost,
+    DrawPending,
+    GameOver,
+    IllegalMove,
+    NameTaken,
+    NoChallenge,
+    NoMoreMoves,
+    NoSuchGame,
+    NoSuchUser,
+    NotYourTurn,
+    ProtocolError,
+    ProtocolFailure,
+    ReplyError,
+    ServerError,
+    StalePly,
+    Unreachable,
+    WrongPassword,
+)
+from .protocol import (
+    BLACK,
+    DEFAULT_PORT,
+    WHITE,
+    Changes,
+    Client,
+    GameStatus,
+    GameSummary,
+    MoveRecord,
+    RankEntry,
+    Response,
+    game_id,
+)
+
+__all__ = [
+    "BLACK",
+    "DEFAULT_PORT",
+    "WHITE",
+    "Changes",
+    "Client",
+    "ClientError",
+    "ConnectionLost",
+    "DrawPending",
+    "GameOver",
+    "GameStatus",
+    "GameSummary",
+    "IllegalMove",
+    "MoveRecord",
+    "NameTaken",
+    "NoChallenge",
+    "NoMoreMoves",
+    "NoSuchGame",
+    "NoSuchUser",
+    "NotYourTurn",
+    "ProtocolError",
+    "ProtocolFailure",
+    "RankEntry",
+    "ReplyError",
+    "Response",
+    "ServerError",
+    "StalePly",
+    "Unreachable",
+    "WrongPassword",
+    "game_id",
+]

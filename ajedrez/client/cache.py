@@ -1,0 +1,319 @@
+"""The local cache: one SQLite file per (server, user), the seed's USUARIOS.DAT, usuario.prt,
+P#######.PEN and usuario.trn in one place.
+
+It holds the players (JAUT), the challenges received (TRAN) and sent from this machine,
+the user's games (PPEN + STAT) with their moves (SPAR), the ranking (SRNK), the fecha
+the server last answered for each of TRAN, JAUT and PPEN, and when the last sync
+happened. It never holds a password.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .protocol import BLACK, WHITE, GameStatus, MoveRecord, RankEntry
+
+SCHEMA_VERSION = 1
+FECHA_KINDS = ("TRAN", "JAUT", "PPEN")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS fechas (kind TEXT PRIMARY KEY, fecha INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS players (name TEXT PRIMARY KEY, seen_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS challenges (
+    name TEXT NOT NULL,
+    direction TEXT NOT NULL CHECK (direction IN ('in', 'out')),
+    seen_at INTEGER NOT NULL,
+    PRIMARY KEY (name, direction)
+);
+CREATE TABLE IF NOT EXISTS games (
+    id TEXT PRIMARY KEY,
+    white TEXT NOT NULL,
+    black TEXT NOT NULL,
+    color TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    ganador INTEGER NOT NULL,
+    solicitud_blancas INTEGER NOT NULL,
+    solicitud_negras INTEGER NOT NULL,
+    next_ply INTEGER NOT NULL,
+    changed INTEGER NOT NULL,
+    synced_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS moves (
+    game TEXT NOT NULL REFERENCES games(id) ON DELETE CASCADE,
+    ply INTEGER NOT NULL,
+    jugada TEXT NOT NULL,
+    reverso INTEGER NOT NULL,
+    posicion TEXT NOT NULL,
+    promocion INTEGER NOT NULL,
+    san TEXT NOT NULL,
+    at INTEGER,
+    PRIMARY KEY (game, ply)
+);
+CREATE TABLE IF NOT EXISTS ranking (
+    pos INTEGER PRIMARY KEY, name TEXT NOT NULL, wins INTEGER NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class CachedGame:
+    id: str
+    white: str
+    black: str
+    color: str
+    status: int
+    ganador: int
+    solicitud_blancas: int
+    solicitud_negras: int
+    next_ply: int
+    changed: int
+    synced_at: int
+
+    @property
+    def status_record(self) -> GameStatus:
+        return GameStatus(
+            self.id,
+            self.white,
+            self.black,
+            self.changed,
+            self.status,
+            self.ganador,
+            self.solicitud_blancas,
+            self.solicitud_negras,
+            self.color,
+            self.next_ply,
+        )
+
+    @property
+    def opponent(self) -> str:
+        return self.black if self.color == WHITE else self.white
+
+    @property
+    def me(self) -> str:
+        return self.white if self.color == WHITE else self.black
+
+
+@dataclass(frozen=True)
+class CachedMove:
+    ply: int
+    jugada: str
+    reverso: int
+    posicion: str
+    promocion: int
+    san: str
+    at: int | None
+
+    @property
+    def color(self) -> str:
+        return WHITE if self.ply % 2 == 1 else BLACK
+
+
+def cache_path(data_dir: Path, host: str, port: int, user: str) -> Path:
+    """``DATA_DIR/<host>_<port>/<user>.sqlite3``: one cache per server and user."""
+    safe_host = "".join(c if c.isalnum() or c in ".-" else "_" for c in host)
+    return data_dir / f"{safe_host}_{port}" / f"{user}.sqlite3"
+
+
+class Cache:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA foreign_keys = ON")
+        self.db.execute("PRAGMA journal_mode = WAL")
+        with self.transaction():
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self.db.execute(statement)
+            row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None:
+                self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+
+    @classmethod
+    def exists(cls, path: Path) -> bool:
+        return path.is_file()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Cache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- meta and fechas -----------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row["value"])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute(
+            "INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (key, value),
+        )
+
+    def fecha(self, kind: str) -> int:
+        assert kind in FECHA_KINDS
+        row = self.db.execute("SELECT fecha FROM fechas WHERE kind=?", (kind,)).fetchone()
+        return 0 if row is None else int(row["fecha"])
+
+    def set_fecha(self, kind: str, fecha: int) -> None:
+        assert kind in FECHA_KINDS
+        self.db.execute(
+            "INSERT INTO fechas VALUES (?, ?) ON CONFLICT(kind) DO UPDATE SET fecha=excluded.fecha",
+            (kind, fecha),
+        )
+
+    def fechas(self) -> dict[str, int]:
+        return {kind: self.fecha(kind) for kind in FECHA_KINDS}
+
+    @property
+    def last_sync(self) -> int | None:
+        value = self.get_meta("last_sync")
+        return None if value is None else int(value)
+
+    def mark_synced(self, when: int | None = None) -> None:
+        self.set_meta("last_sync", str(int(time.time()) if when is None else when))
+
+    def reset(self) -> None:
+        """Forget everything the server sent (a full sync rebuilds it)."""
+        with self.transaction() as db:
+            for table in ("fechas", "players", "moves", "games", "ranking"):
+                db.execute(f"DELETE FROM {table}")
+            db.execute("DELETE FROM challenges WHERE direction='in'")
+            db.execute("DELETE FROM meta WHERE key='last_sync'")
+
+    # -- players -------------------------------------------------------------------
+
+    def add_players(self, names: list[str], replace: bool = False) -> int:
+        """Store players; returns how many were new. ``replace`` drops the others."""
+        now = int(time.time())
+        before = set(self.players())
+        if replace:
+            self.db.execute("DELETE FROM players")
+        self.db.executemany(
+            "INSERT INTO players VALUES (?, ?) ON CONFLICT(name) DO NOTHING",
+            [(n, now) for n in names],
+        )
+        return len(set(names) - before)
+
+    def players(self) -> list[str]:
+        return [r["name"] for r in self.db.execute("SELECT name FROM players ORDER BY name")]
+
+    # -- challenges ----------------------------------------------------------------
+
+    def add_challenges(self, names: list[str], direction: str, replace: bool = False) -> list[str]:
+        """Store challenges; returns the names that were new."""
+        now = int(time.time())
+        before = {n for n, d in self.challenges() if d == direction}
+        if replace:
+            self.db.execute("DELETE FROM challenges WHERE direction=?", (direction,))
+        self.db.executemany(
+            "INSERT INTO challenges VALUES (?, ?, ?) ON CONFLICT(name, direction) DO NOTHING",
+            [(n, direction, now) for n in names],
+        )
+        return [n for n in dict.fromkeys(names) if n not in before]
+
+    def remove_challenges(self, name: str, direction: str | None = None) -> None:
+        if direction is None:
+            self.db.execute("DELETE FROM challenges WHERE name=?", (name,))
+        else:
+            self.db.execute(
+                "DELETE FROM challenges WHERE name=? AND direction=?", (name, direction)
+            )
+
+    def challenges(self) -> list[tuple[str, str]]:
+        """(name, 'in' | 'out'), oldest first."""
+        rows = self.db.execute("SELECT name, direction FROM challenges ORDER BY seen_at, name")
+        return [(r["name"], r["direction"]) for r in rows]
+
+    # -- games and moves -----------------------------------------------------------
+
+    def store_status(self, st: GameStatus) -> None:
+        now = int(time.time())
+        self.db.execute(
+            """INSERT INTO games VALUES (?,?,?,?,?,?,?,?,?,?,?)
+               ON CONFLICT(id) DO UPDATE SET white=excluded.white, black=excluded.black,
+               color=excluded.color, status=excluded.status, ganador=excluded.ganador,
+               solicitud_blancas=excluded.solicitud_blancas,
+               solicitud_negras=excluded.solicitud_negras, next_ply=excluded.next_ply,
+               changed=excluded.changed, synced_at=excluded.synced_at""",
+            (
+                st.game,
+                st.white,
+                st.black,
+                st.color,
+                st.status,
+                st.ganador,
+                st.solicitud_blancas,
+                st.solicitud_negras,
+                st.next_ply,
+                st.fecha,
+                now,
+            ),
+        )
+
+    def game(self, gid: str) -> CachedGame | None:
+        row = self.db.execute("SELECT * FROM games WHERE id=?", (gid,)).fetchone()
+        return None if row is None else CachedGame(**dict(row))
+
+    def games(self) -> list[CachedGame]:
+        return [CachedGame(**dict(r)) for r in self.db.execute("SELECT * FROM games ORDER BY id")]
+
+    def last_ply(self, gid: str) -> int:
+        row = self.db.execute("SELECT MAX(ply) AS m FROM moves WHERE game=?", (gid,)).fetchone()
+        return int(row["m"] or 0)
+
+    def moves(self, gid: str) -> list[CachedMove]:
+        rows = self.db.execute(
+            "SELECT ply, jugada, reverso, posicion, promocion, san, at FROM moves "
+            "WHERE game=? ORDER BY ply",
+            (gid,),
+        )
+        return [CachedMove(**dict(r)) for r in rows]
+
+    def add_moves(self, gid: str, moves: list[tuple[MoveRecord, str, int | None]]) -> None:
+        """Append (record, SAN, time) triples; plies already stored are left alone."""
+        self.db.executemany(
+            "INSERT INTO moves VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(game, ply) DO NOTHING",
+            [
+                (gid, m.ply, m.jugada, m.reverso, m.posicion, m.promocion, san, at)
+                for m, san, at in moves
+            ],
+        )
+
+    def drop_moves(self, gid: str) -> None:
+        self.db.execute("DELETE FROM moves WHERE game=?", (gid,))
+
+    # -- ranking -------------------------------------------------------------------
+
+    def store_ranking(self, entries: list[RankEntry]) -> None:
+        self.db.execute("DELETE FROM ranking")
+        self.db.executemany(
+            "INSERT INTO ranking VALUES (?, ?, ?)",
+            [(i, e.user, e.wins) for i, e in enumerate(entries, 1)],
+        )
+        self.set_meta("ranking_at", str(int(time.time())))
+
+    def ranking(self) -> list[RankEntry]:
+        rows = self.db.execute("SELECT name, wins FROM ranking ORDER BY pos")
+        return [RankEntry(r["name"], r["wins"]) for r in rows]

@@ -1,0 +1,306 @@
+"""Chess on the client side: reading a move typed by a person, drawing the board, the move
+list of the seed's figure 5.17, and telling how a game ended. Uses python-chess."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import chess
+import chess.pgn
+
+from .protocol import (
+    BLACK,
+    REQ_ACCEPT,
+    REQ_RESIGN,
+    WHITE,
+    WINNER_BLACK,
+    WINNER_DRAW,
+    WINNER_WHITE,
+    color_name,
+)
+
+_UCI = re.compile(r"([a-h][1-8])-?([a-h][1-8])(?:=?([nbrqNBRQ]))?")
+_PROMO_CODE = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
+EMPTY = "·"
+
+
+class MoveInputError(ValueError):
+    """A move typed by the user that cannot be played; the message says why."""
+
+
+@dataclass(frozen=True)
+class Jgda:
+    """The fields of a JGDA for one move."""
+
+    ply: int
+    jugada: str
+    posicion: str
+    promocion: int
+    san: str
+    move: chess.Move
+
+
+def board_from(jugadas: Iterable[tuple[str, int]]) -> chess.Board:
+    """Replay coordinate moves (``jugada``, ``promocion``) from the initial position."""
+    board = chess.Board()
+    for jugada, promocion in jugadas:
+        board.push(to_move(jugada, promocion))
+    return board
+
+
+def to_move(jugada: str, promocion: int) -> chess.Move:
+    base = chess.Move.from_uci(jugada[:4])
+    promotion = promocion if promocion in _PROMO_CODE.values() else None
+    return chess.Move(base.from_square, base.to_square, promotion)
+
+
+def posicion(move: chess.Move) -> str:
+    """python-chess squares are numbered a1=0 ... h8=63, exactly like ``posicion``."""
+    return f"{move.from_square:02d}{move.to_square:02d}"
+
+
+def promocion(move: chess.Move) -> int:
+    return _PROMO_CODE.get(move.promotion, 0) if move.promotion else 0
+
+
+def jgda_for(board: chess.Board, move: chess.Move) -> Jgda:
+    return Jgda(
+        ply=board.ply() + 1,
+        jugada=chess.square_name(move.from_square) + chess.square_name(move.to_square),
+        posicion=posicion(move),
+        promocion=promocion(move),
+        san=board.san(move),
+        move=move,
+    )
+
+
+def parse_move(board: chess.Board, text: str) -> chess.Move:
+    """A move in SAN (``Nf3``, ``exd8=Q``, ``O-O``) or coordinates (``e2e4``, ``e7e8q``).
+
+    Raises :class:`MoveInputError` with a reason when the move is not legal here.
+    """
+    raw = text.strip()
+    if not raw:
+        raise MoveInputError("no move given")
+    mover = color_name(WHITE if board.turn == chess.WHITE else BLACK)
+    m = _UCI.fullmatch(raw)
+    if m:
+        return _coordinate_move(board, raw, m, mover)
+    try:
+        return board.parse_san(raw.replace("0-0-0", "O-O-O").replace("0-0", "O-O"))
+    except chess.AmbiguousMoveError:
+        options = sorted(board.san(mv) for mv in board.legal_moves if _same_target(board, mv, raw))
+        hint = f": could be {' or '.join(options)}" if options else ""
+        raise MoveInputError(f"{raw} is ambiguous{hint}") from None
+    except chess.IllegalMoveError:
+        raise MoveInputError(f"{raw} is illegal: {_san_reason(board, raw, mover)}") from None
+    except chess.InvalidMoveError:
+        raise MoveInputError(
+            f"{raw!r} is not a move: use SAN (Nf3, exd8=Q, O-O) or coordinates (e2e4, e7e8q)"
+        ) from None
+
+
+def _coordinate_move(board: chess.Board, raw: str, m: re.Match[str], mover: str) -> chess.Move:
+    src, dst, promo = m.group(1), m.group(2), m.group(3)
+    from_sq, to_sq = chess.parse_square(src), chess.parse_square(dst)
+    piece = board.piece_at(from_sq)
+    if piece is None or piece.color != board.turn:
+        raise MoveInputError(f"{raw}: there is no {mover} piece on {src}")
+    last_rank = chess.square_rank(to_sq) in (0, 7)
+    promotion = chess.Piece.from_symbol(promo.lower()).piece_type if promo else None
+    if piece.piece_type == chess.PAWN and last_rank and promotion is None:
+        raise MoveInputError(
+            f"{raw} takes a pawn to the last rank: say which piece, e.g. {src}{dst}q "
+            f"(q queen, r rook, b bishop, n knight) or in SAN ...={'Q'}"
+        )
+    if promotion is not None and not (piece.piece_type == chess.PAWN and last_rank):
+        raise MoveInputError(f"{raw}: only a pawn reaching the last rank can promote")
+    move = chess.Move(from_sq, to_sq, promotion)
+    if board.is_legal(move):
+        return move
+    if board.is_pseudo_legal(move):
+        why = "it would leave your king in check"
+    elif piece.piece_type == chess.KING and abs(to_sq - from_sq) == 2:
+        why = "castling is not allowed now"
+    else:
+        why = f"the {chess.piece_name(piece.piece_type)} on {src} cannot move to {dst}"
+    raise MoveInputError(f"{raw} is illegal: {why}")
+
+
+def _same_target(board: chess.Board, move: chess.Move, raw: str) -> bool:
+    m = re.search(r"([a-h][1-8])", raw)
+    return bool(m) and chess.square_name(move.to_square) == m.group(1)
+
+
+_SAN = re.compile(r"([NBRQK])?([a-h])?([1-8])?x?([a-h][1-8])(?:=?([NBRQnbrq]))?[+#!?]*")
+
+
+def _san_reason(board: chess.Board, raw: str, mover: str) -> str:
+    """Why a well-formed SAN move is not legal here, in words."""
+    text = raw.replace("0", "O")
+    if text.rstrip("+#!?") in ("O-O", "O-O-O"):
+        side = "short" if text.rstrip("+#!?") == "O-O" else "long"
+        if board.is_check():
+            return f"{side} castling is not allowed now: your king is in check"
+        rights = (
+            board.has_kingside_castling_rights(board.turn)
+            if side == "short"
+            else (board.has_queenside_castling_rights(board.turn))
+        )
+        if not rights:
+            return f"{side} castling is not allowed: the king or that rook has moved"
+        return f"{side} castling is not allowed now: the way is blocked or attacked"
+    m = _SAN.fullmatch(raw)
+    if not m:
+        return f"no {mover} move matches it"
+    piece = chess.Piece.from_symbol(m.group(1)).piece_type if m.group(1) else chess.PAWN
+    target = chess.parse_square(m.group(4))
+    name = chess.piece_name(piece)
+    if piece == chess.PAWN and chess.square_rank(target) in (0, 7) and not m.group(5):
+        return f"a pawn reaching the last rank must promote: {raw}=Q (or =R, =B, =N)"
+    file_, rank = m.group(2), m.group(3)
+    candidates = [
+        mv
+        for mv in board.pseudo_legal_moves
+        if mv.to_square == target
+        and board.piece_type_at(mv.from_square) == piece
+        and (file_ is None or chess.square_name(mv.from_square)[0] == file_)
+        and (rank is None or chess.square_name(mv.from_square)[1] == rank)
+    ]
+    if candidates:
+        return f"it would leave your king in check{' (it is in check)' if board.is_check() else ''}"
+    if file_ or rank:
+        where = (
+            f"{file_}{rank}" if file_ and rank else f"the {file_}-file" if file_ else f"rank {rank}"
+        )
+        return f"no {mover} {name} on {where} can move to {m.group(4)}"
+    return f"no {mover} {name} can move to {m.group(4)}"
+
+
+# -- game state in words ---------------------------------------------------------------
+
+
+def ending(
+    board: chess.Board,
+    status_finished: bool,
+    ganador: int,
+    solicitud_blancas: int,
+    solicitud_negras: int,
+    white: str,
+    black: str,
+) -> str | None:
+    """How a finished game ended, in words; None while it goes on."""
+    if not status_finished:
+        return None
+    names = {WHITE: white, BLACK: black}
+    if ganador in (WINNER_WHITE, WINNER_BLACK):
+        winner = WHITE if ganador == WINNER_WHITE else BLACK
+        loser = BLACK if winner == WHITE else WHITE
+        if board.is_checkmate():
+            how = "checkmate"
+        elif (solicitud_negras if loser == BLACK else solicitud_blancas) == REQ_RESIGN:
+            how = f"{names[loser]} resigned or left the service"
+        else:
+            how = "forfeit"
+        return f"{names[winner]} ({color_name(winner)}) won: {how}"
+    if ganador == WINNER_DRAW:
+        if REQ_ACCEPT in (solicitud_blancas, solicitud_negras):
+            how = "agreed"
+        elif board.is_stalemate():
+            how = "stalemate"
+        elif board.is_insufficient_material():
+            how = "insufficient material"
+        elif board.is_fivefold_repetition():
+            how = "fivefold repetition"
+        elif board.is_seventyfive_moves():
+            how = "seventy-five-move rule"
+        elif board.is_repetition(3):
+            how = "threefold repetition, claimed"
+        elif board.halfmove_clock >= 100:
+            how = "fifty-move rule, claimed"
+        else:
+            how = "by claim"
+        return f"draw ({how})"
+    return "finished"
+
+
+def result_tag(status_finished: bool, ganador: int) -> str:
+    if not status_finished:
+        return "*"
+    return {WINNER_WHITE: "1-0", WINNER_BLACK: "0-1", WINNER_DRAW: "1/2-1/2"}.get(ganador, "*")
+
+
+# -- drawing ---------------------------------------------------------------------------
+
+
+def render_board(
+    board: chess.Board,
+    *,
+    bottom: str = WHITE,
+    coordinates: bool = True,
+    last_move: chess.Move | None = None,
+) -> str:
+    """The board in Unicode, ``bottom``'s side nearest the reader.
+
+    Each square is three characters wide; the squares of ``last_move`` are drawn in
+    brackets (``[♞]``, ``[·]``).
+    """
+    files = list(range(8)) if bottom == WHITE else list(range(7, -1, -1))
+    ranks = list(range(7, -1, -1)) if bottom == WHITE else list(range(8))
+    marked = {last_move.from_square, last_move.to_square} if last_move else set()
+    lines = []
+    header = "   " + "".join(f" {chess.FILE_NAMES[f]} " for f in files)
+    if coordinates:
+        lines.append(header)
+    for r in ranks:
+        cells = []
+        for f in files:
+            sq = chess.square(f, r)
+            piece = board.piece_at(sq)
+            glyph = piece.unicode_symbol() if piece else EMPTY
+            cells.append(f"[{glyph}]" if sq in marked else f" {glyph} ")
+        row = "".join(cells)
+        lines.append(f" {r + 1} {row} {r + 1}" if coordinates else row)
+    if coordinates:
+        lines.append(header)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def move_table(moves: Sequence[tuple[str, str]]) -> str:
+    """The move list of the seed's figure 5.17: ``Movida | Blanca | Negra``.
+
+    ``moves`` are (coordinate move, SAN) pairs in ply order; each cell shows both.
+    """
+    width = 14
+    lines = [
+        f"{'Movida':>6} | {'Blanca':<{width}} | Negra",
+        f"{'-' * 7}+{'-' * (width + 2)}+{'-' * 14}",
+    ]
+    for i in range(0, len(moves), 2):
+        white = _cell(moves[i])
+        black = _cell(moves[i + 1]) if i + 1 < len(moves) else ""
+        lines.append(f"{i // 2 + 1:>6} | {white:<{width}} | {black}".rstrip())
+    return "\n".join(lines)
+
+
+def _cell(move: tuple[str, str]) -> str:
+    jugada, san = move
+    return f"{jugada:<6} {san}"
+
+
+def pgn_text(
+    jugadas: Iterable[tuple[str, int]],
+    headers: dict[str, str],
+    comment: str | None = None,
+) -> str:
+    game = chess.pgn.Game()
+    for key, value in headers.items():
+        game.headers[key] = value
+    node: chess.pgn.GameNode = game
+    for jugada, promo in jugadas:
+        node = node.add_variation(to_move(jugada, promo))
+    if comment:
+        node.comment = comment
+    return str(game) + "\n"

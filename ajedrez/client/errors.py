@@ -1,0 +1,130 @@
+"""Exceptions of the ESPOL client library.
+
+Every reply of an error class (4xx-5xx) becomes a :class:`ServerError`, every failure
+(8xx-9xx) a :class:`ProtocolFailure`, or one of its subclasses for the cases a program
+usually wants to tell apart (wrong password, not your turn, illegal move, ...). Both carry
+the reply ``code`` and the server's one-line ``reason``.
+"""
+
+from __future__ import annotations
+
+from ajedrez.codes import Reply
+
+
+class ClientError(Exception):
+    """Base class of everything this library raises on purpose."""
+
+
+class Unreachable(ClientError):
+    """The server could not be reached (refused, unknown host, timeout while connecting)."""
+
+    def __init__(self, host: str, port: int, why: str) -> None:
+        super().__init__(f"cannot reach the server at {host}:{port}: {why}")
+        self.host = host
+        self.port = port
+        self.why = why
+
+
+class ConnectionLost(ClientError):
+    """The connection broke, timed out or was closed by the server in mid-exchange."""
+
+
+class ProtocolError(ClientError):
+    """The server sent something that is not a well-formed ESPOL reply."""
+
+
+class ReplyError(ClientError):
+    """A reply of an error or failure class; ``code`` and ``reason`` come from the server."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(f"{code} {code_name(code)}: {reason}")
+        self.code = code
+        self.reason = reason
+
+    @property
+    def name(self) -> str:
+        return code_name(self.code)
+
+
+class ServerError(ReplyError):
+    """4xx/5xx: the server could not carry the command out (storage down, internal fault)."""
+
+
+class ProtocolFailure(ReplyError):
+    """8xx/9xx: the command was refused (bad parameters, not allowed now, stale data)."""
+
+
+class NoSuchUser(ProtocolFailure):
+    """814 F_NOUSER: no active user of that name."""
+
+
+class WrongPassword(ProtocolFailure):
+    """815 F_PASINV."""
+
+
+class NameTaken(ProtocolFailure):
+    """816 F_NAMETAKEN: SUBS for a name that is taken or already requested."""
+
+
+class NoChallenge(ProtocolFailure):
+    """822 F_NOREQ: no open challenge from (ACEP) or with (DECL) that user."""
+
+
+class NoSuchGame(ProtocolFailure):
+    """830 F_NOGAME or 831 F_NOTPLAYER: no such game, or not one of the caller's."""
+
+
+class GameOver(ProtocolFailure):
+    """833 F_GAMEOVER: the game is finished."""
+
+
+class NotYourTurn(ProtocolFailure):
+    """834 F_NOTURN."""
+
+
+class StalePly(ProtocolFailure):
+    """835 F_PLY: the ply sent is not the next one; resynchronise the game."""
+
+
+class DrawPending(ProtocolFailure):
+    """836 F_DRAWPEND: a draw offer must be answered before anyone moves."""
+
+
+class IllegalMove(ProtocolFailure):
+    """837 F_MISMATCH or 838 F_ILLEGAL: the move cannot be played; ``reason`` says why."""
+
+
+class NoMoreMoves(ProtocolFailure):
+    """839 F_NOMASJUG: SPAR found no moves after the ply asked."""
+
+
+_FAILURES: dict[int, type[ProtocolFailure]] = {
+    Reply.F_NOUSER: NoSuchUser,
+    Reply.F_PASINV: WrongPassword,
+    Reply.F_NAMETAKEN: NameTaken,
+    Reply.F_NOREQ: NoChallenge,
+    Reply.F_NOGAME: NoSuchGame,
+    Reply.F_NOTPLAYER: NoSuchGame,
+    Reply.F_GAMEOVER: GameOver,
+    Reply.F_NOTURN: NotYourTurn,
+    Reply.F_PLY: StalePly,
+    Reply.F_DRAWPEND: DrawPending,
+    Reply.F_MISMATCH: IllegalMove,
+    Reply.F_ILLEGAL: IllegalMove,
+    Reply.F_NOMASJUG: NoMoreMoves,
+}
+
+
+def code_name(code: int) -> str:
+    """The symbolic name of a reply code (``F_PASINV``), or ``"?"`` for an unknown one."""
+    try:
+        return Reply(code).name
+    except ValueError:
+        return "?"
+
+
+def reply_error(code: int, reason: str) -> ReplyError:
+    """The exception for a non-success reply ``code`` (which must be 4xx-5xx or 8xx-9xx)."""
+    if code // 100 in (4, 5):
+        return ServerError(code, reason)
+    return _FAILURES.get(code, ProtocolFailure)(code, reason)

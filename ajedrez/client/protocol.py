@@ -1,0 +1,511 @@
+"""A small, typed ESPOL 2.0 client: one TCP connection, one method per command.
+
+Written from ``docs/protocol.md`` alone; it imports no server code (only the reply-code
+table :mod:`ajedrez.codes`).
+
+>>> with Client("127.0.0.1", 1995) as c:           # doctest: +SKIP
+...     c.login("ana", "a secret")
+...     fecha, games = c.ppen(0)
+...     moves = c.spar("P0000001", 0)
+
+A command whose reply is an error (4xx-5xx) raises :class:`~ajedrez.client.errors.ServerError`,
+a failure (8xx-9xx) :class:`~ajedrez.client.errors.ProtocolFailure` (or a subclass such as
+``WrongPassword``, ``NotYourTurn``, ``IllegalMove``); both carry ``code`` and ``reason``.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import struct
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, NamedTuple, TypeVar
+
+from .errors import (
+    ConnectionLost,
+    NoMoreMoves,
+    ProtocolError,
+    Unreachable,
+    reply_error,
+)
+
+DEFAULT_PORT = 1995
+MAX_DATA = 4096
+HEADER = struct.Struct("!3scH")
+
+WHITE = "B"  # blancas
+BLACK = "N"  # negras
+STATUS_ACTIVE = 0
+STATUS_FINISHED = 2
+WINNER_NONE, WINNER_WHITE, WINNER_BLACK, WINNER_DRAW = 0, 1, 2, 3
+REQ_NONE, REQ_OFFER, REQ_ACCEPT, REQ_RESIGN = 0, 1, 2, 3
+
+_PARTIDA = re.compile(r"P[0-9]{7}")
+_FORBIDDEN = (":", "\r", "\n")
+
+T = TypeVar("T")
+Trace = Callable[[str], None]
+
+
+def other_color(color: str) -> str:
+    return BLACK if color == WHITE else WHITE
+
+
+def color_name(color: str) -> str:
+    return "white" if color == WHITE else "black"
+
+
+# -- records ---------------------------------------------------------------------------
+
+
+class Changes(NamedTuple, Generic[T]):
+    """The answer of TRAN, JAUT or PPEN: the fecha to send next time, and the records."""
+
+    fecha: int
+    items: list[T]
+
+
+@dataclass(frozen=True)
+class GameSummary:
+    """One PPEN record. ``opponent_color`` is the colour the *opponent* plays."""
+
+    game: str
+    opponent: str
+    opponent_color: str
+    status: int
+
+    @property
+    def my_color(self) -> str:
+        return other_color(self.opponent_color)
+
+    @property
+    def active(self) -> bool:
+        return self.status == STATUS_ACTIVE
+
+
+@dataclass(frozen=True)
+class GameStatus:
+    """The STAT record. ``fecha`` is the game's last change, ``color`` the caller's."""
+
+    game: str
+    white: str
+    black: str
+    fecha: int
+    status: int
+    ganador: int
+    solicitud_blancas: int
+    solicitud_negras: int
+    color: str
+    next_ply: int
+
+    @property
+    def active(self) -> bool:
+        return self.status == STATUS_ACTIVE
+
+    @property
+    def me(self) -> str:
+        return self.white if self.color == WHITE else self.black
+
+    @property
+    def opponent(self) -> str:
+        return self.black if self.color == WHITE else self.white
+
+    @property
+    def turn(self) -> str:
+        """The colour to play the next ply (odd plies are white's)."""
+        return WHITE if self.next_ply % 2 == 1 else BLACK
+
+    @property
+    def my_turn(self) -> bool:
+        return self.active and self.turn == self.color
+
+    def solicitud(self, color: str) -> int:
+        return self.solicitud_blancas if color == WHITE else self.solicitud_negras
+
+    @property
+    def draw_offered_by(self) -> str | None:
+        """The colour with a pending draw offer in an active game, if any."""
+        if not self.active:
+            return None
+        for color in (WHITE, BLACK):
+            if self.solicitud(color) == REQ_OFFER:
+                return color
+        return None
+
+
+@dataclass(frozen=True)
+class MoveRecord:
+    """One SPAR record: ply, coordinate move, reverso, posicion (``ffTT``), promocion."""
+
+    ply: int
+    jugada: str
+    reverso: int
+    posicion: str
+    promocion: int
+
+
+@dataclass(frozen=True)
+class RankEntry:
+    user: str
+    wins: int
+
+
+@dataclass(frozen=True)
+class Response:
+    """Every part of one answer: the code and each part's data, in order."""
+
+    code: int
+    parts: list[str]
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def records(self, sep: str = ",") -> list[str]:
+        """The records of a (possibly multi-part) list; parts are cut between records."""
+        out: list[str] = []
+        for part in self.parts:
+            if part:
+                out.extend(part.split(sep))
+        return out
+
+    def dated_records(self) -> Changes[str]:
+        """TRAN, JAUT, PPEN: every part is ``<fecha>,rec,rec...``; S_NODATA is ``<fecha>``."""
+        fecha: int | None = None
+        out: list[str] = []
+        for part in self.parts:
+            head, _, rest = part.partition(",")
+            if not head.isdigit():
+                raise ProtocolError(f"reply {self.code} part does not start with a fecha: {part!r}")
+            fecha = int(head) if fecha is None else max(fecha, int(head))
+            if rest:
+                out.extend(rest.split(","))
+        if fecha is None:
+            raise ProtocolError(f"reply {self.code} without a fecha")
+        return Changes(fecha, out)
+
+
+def format_fecha(fecha: int) -> str:
+    return f"{fecha:011d}"
+
+
+def game_id(value: str | int) -> str:
+    """Normalise a game id: ``P0000012``, ``p12`` or ``12`` -> ``P0000012``."""
+    text = str(value).strip()
+    if text[:1] in ("P", "p"):
+        text = text[1:]
+    if not text.isdigit() or len(text) > 7:
+        raise ValueError(f"invalid game id {value!r}: P followed by up to 7 digits")
+    return f"P{int(text):07d}"
+
+
+def _field(value: str, what: str) -> str:
+    if any(c in value for c in _FORBIDDEN):
+        raise ValueError(f"{what} cannot contain ':', CR or LF")
+    return value
+
+
+def _int(value: str, what: str) -> int:
+    if not value.isdigit():
+        raise ProtocolError(f"malformed {what} {value!r} in a reply")
+    return int(value)
+
+
+def parse_game_summary(record: str) -> GameSummary:
+    fields = record.split(":")
+    if len(fields) != 4 or not _PARTIDA.fullmatch(fields[0]) or fields[2] not in (WHITE, BLACK):
+        raise ProtocolError(f"malformed PPEN record {record!r}")
+    return GameSummary(fields[0], fields[1], fields[2], _int(fields[3], "status"))
+
+
+def parse_game_status(data: str) -> GameStatus:
+    f = data.split(":")
+    if len(f) != 10 or not _PARTIDA.fullmatch(f[0]) or f[8] not in (WHITE, BLACK):
+        raise ProtocolError(f"malformed STAT record {data!r}")
+    return GameStatus(
+        f[0],
+        f[1],
+        f[2],
+        _int(f[3], "fecha"),
+        _int(f[4], "status"),
+        _int(f[5], "ganador"),
+        _int(f[6], "solicitud_blancas"),
+        _int(f[7], "solicitud_negras"),
+        f[8],
+        _int(f[9], "proxima_jugada"),
+    )
+
+
+def parse_move_record(record: str) -> MoveRecord:
+    f = record.split(":")
+    if len(f) != 5:
+        raise ProtocolError(f"malformed SPAR record {record!r}")
+    return MoveRecord(_int(f[0], "ply"), f[1], _int(f[2], "reverso"), f[3], _int(f[4], "promocion"))
+
+
+def parse_rank_entry(record: str) -> RankEntry:
+    user, sep, wins = record.rpartition(":")
+    if not sep:
+        raise ProtocolError(f"malformed SRNK record {record!r}")
+    return RankEntry(user, _int(wins, "wins"))
+
+
+# -- the connection --------------------------------------------------------------------
+
+
+class Client:
+    """One ESPOL session over one TCP connection (``TCP_NODELAY``, timeouts).
+
+    ``trace``, when given, receives one line per command sent and reply received (a
+    password is never shown). ``sent`` counts the commands sent by code and
+    ``plies_fetched`` the moves SPAR returned, so callers can see what a sync cost.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        *,
+        timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        trace: Trace | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.user: str | None = None
+        self.sent: Counter[str] = Counter()
+        self.plies_fetched = 0
+        self._trace = trace
+        self._buf = bytearray()
+        self._timeout = timeout
+        try:
+            self._sock: socket.socket | None = socket.create_connection(
+                (host, port), timeout=connect_timeout
+            )
+        except TimeoutError:
+            raise Unreachable(host, port, f"no answer within {connect_timeout:g} s") from None
+        except socket.gaierror as e:
+            raise Unreachable(host, port, f"unknown host ({e.strerror})") from None
+        except OSError as e:
+            raise Unreachable(host, port, (e.strerror or str(e)).lower()) from None
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock.settimeout(timeout)
+
+    # -- plumbing ------------------------------------------------------------------
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._sock is None
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+    def _log(self, text: str) -> None:
+        if self._trace is not None:
+            self._trace(text)
+
+    def _send_line(self, line: str, shown: str) -> None:
+        if self._sock is None:
+            raise ConnectionLost("the connection is closed")
+        self._log(f"> {shown}")
+        try:
+            self._sock.sendall(line.encode("utf-8") + b"\r\n")
+        except OSError as e:
+            self.close()
+            raise ConnectionLost(f"the connection broke while sending: {e}") from None
+
+    def _read_exact(self, n: int) -> bytes:
+        while len(self._buf) < n:
+            if self._sock is None:
+                raise ConnectionLost("the connection is closed")
+            try:
+                chunk = self._sock.recv(65536)
+            except TimeoutError:
+                self.close()
+                raise ConnectionLost(
+                    f"no reply from the server within {self._timeout:g} s"
+                ) from None
+            except OSError as e:
+                self.close()
+                raise ConnectionLost(f"the connection broke: {e}") from None
+            if not chunk:
+                self.close()
+                raise ConnectionLost("the server closed the connection")
+            self._buf += chunk
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+    def _read_part(self) -> tuple[int, bool, str]:
+        code_b, flag, length = HEADER.unpack(self._read_exact(HEADER.size))
+        if not code_b.isdigit() or flag not in (b"0", b"1") or length > MAX_DATA:
+            self.close()
+            raise ProtocolError(f"malformed reply header {code_b!r} {flag!r} {length}")
+        data = self._read_exact(length)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            self.close()
+            raise ProtocolError("reply data is not UTF-8") from None
+        return int(code_b), flag == b"1", text
+
+    def read_response(self) -> Response:
+        """Read every part of one answer (until a part with flag 0)."""
+        code, more, text = self._read_part()
+        parts = [text]
+        while more:
+            code2, more, text = self._read_part()
+            if code2 != code:
+                self.close()
+                raise ProtocolError(f"multi-part reply changed code from {code} to {code2}")
+            parts.append(text)
+        self._log(
+            f"< {code} " + (f"({len(parts)} parts) " if len(parts) > 1 else "") + _short(parts)
+        )
+        return Response(code, parts)
+
+    def request(self, code: str, *fields: str, shown: Sequence[str] | None = None) -> Response:
+        """Send one command and return its answer; a non-success reply raises."""
+        for value in fields:
+            _field(value, f"{code} field")
+        line = ":".join([code, *fields])
+        display = ":".join([code, *shown]) if shown is not None else line
+        self.sent[code] += 1
+        self._send_line(line, display)
+        response = self.read_response()
+        if response.code // 100 not in (1, 2, 3):
+            raise reply_error(response.code, response.text)
+        return response
+
+    # -- session -------------------------------------------------------------------
+
+    def user_cmd(self, name: str) -> str:
+        return self.request("USER", name).text
+
+    def pass_cmd(self, password: str) -> str:
+        _field(password, "a password")
+        return self.request("PASS", password, shown=["********"]).text
+
+    def login(self, user: str, password: str) -> str:
+        """USER then PASS; returns the user name. Raises NoSuchUser / WrongPassword."""
+        _field(user, "a user name")
+        _field(password, "a password")
+        self.user_cmd(user)
+        self.pass_cmd(password)
+        self.user = user
+        return user
+
+    def quit(self) -> None:
+        """Send QUIT (no reply) and close the connection."""
+        if self._sock is not None:
+            try:
+                self.sent["QUIT"] += 1
+                self._send_line("QUIT", "QUIT")
+            except ConnectionLost:
+                pass
+        self.close()
+
+    def help(self, topic: str = "") -> str:
+        r = self.request("HELP", topic) if topic else self.request("HELP")
+        return "\n".join(r.parts)
+
+    def subs(self, user: str, password: str, comment: str = "") -> None:
+        self.request("SUBS", user, password, comment, shown=[user, "********", comment])
+
+    def unsu(self, user: str, password: str) -> None:
+        """Close the logged-in account; the server closes the connection afterwards."""
+        self.request("UNSU", user, password, shown=[user, "********"])
+        self.close()
+
+    # -- users and challenges ------------------------------------------------------
+
+    def jaut(self, fecha: int = 0) -> Changes[str]:
+        return self.request("JAUT", format_fecha(fecha)).dated_records()
+
+    def tran(self, fecha: int = 0) -> Changes[str]:
+        return self.request("TRAN", format_fecha(fecha)).dated_records()
+
+    def juego(self, user: str) -> None:
+        """JUEG: challenge ``user``."""
+        self.request("JUEG", user)
+
+    jueg = juego
+
+    def acep(self, color: str, user: str) -> str:
+        """Accept ``user``'s challenge playing ``color`` (B or N); returns the new game id."""
+        if color not in (WHITE, BLACK):
+            raise ValueError("color must be 'B' (white) or 'N' (black)")
+        gid = self.request("ACEP", color, user).text
+        if not _PARTIDA.fullmatch(gid):
+            raise ProtocolError(f"ACEP answered {gid!r}, not a game id")
+        return gid
+
+    def decl(self, user: str) -> None:
+        self.request("DECL", user)
+
+    def srnk(self) -> list[RankEntry]:
+        return [parse_rank_entry(r) for r in self.request("SRNK").records()]
+
+    # -- games ---------------------------------------------------------------------
+
+    def ppen(self, fecha: int = 0) -> Changes[GameSummary]:
+        fecha2, records = self.request("PPEN", format_fecha(fecha)).dated_records()
+        return Changes(fecha2, [parse_game_summary(r) for r in records])
+
+    def stat(self, game: str) -> GameStatus:
+        return parse_game_status(self.request("STAT", game_id(game)).text)
+
+    def spar(self, game: str, after: int = 0) -> list[MoveRecord]:
+        """The moves with ply greater than ``after``; ``[]`` when there are none (839)."""
+        try:
+            records = self.request("SPAR", game_id(game), str(after)).records()
+        except NoMoreMoves:
+            return []
+        moves = [parse_move_record(r) for r in records]
+        self.plies_fetched += len(moves)
+        return moves
+
+    def jgda(
+        self,
+        game: str,
+        ply: int,
+        jugada: str,
+        posicion: str,
+        promocion: int = 0,
+        reverso: int = 0,
+    ) -> None:
+        self.request(
+            "JGDA", game_id(game), str(ply), jugada, str(reverso), posicion, str(promocion)
+        )
+
+    def tbls(self, game: str, opponent: str) -> None:
+        self.request("TBLS", game_id(game), opponent)
+
+    def rtbl(self, game: str, accept: bool, opponent: str) -> None:
+        self.request("RTBL", game_id(game), "S" if accept else "N", opponent)
+
+    def rend(self, game: str, opponent: str) -> None:
+        self.request("REND", game_id(game), opponent)
+
+    def finp(self, game: str, opponent: str) -> None:
+        self.request("FINP", game_id(game), opponent)
+
+    def pgnx(self, game: str) -> str:
+        return "\n".join(self.request("PGNX", game_id(game)).parts) + "\n"
+
+
+def _short(parts: list[str], limit: int = 120) -> str:
+    text = "".join(parts).replace("\n", "\\n")
+    return text if len(text) <= limit else text[:limit] + "..."
