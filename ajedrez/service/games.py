@@ -410,9 +410,7 @@ class Games:
             row = _game_row(conn, game_id)
             if caller_id is not None:
                 _color_of(row, caller_id, game_id)
-            ucis = conn.scalars(
-                select(Move.jugada).where(Move.game_id == game_id).order_by(Move.ply)
-            ).all()
+            moves = _stored_moves(conn, game_id)
         game = chess.pgn.Game()
         game.headers["Event"] = "Ajedrez correspondence game"
         game.headers["Site"] = "Ajedrez ESPOL 2.0 server"
@@ -429,8 +427,8 @@ class Games:
                 "abandoned" if row.end_reason == LEFT_SERVICE else "normal"
             )
         node: chess.pgn.GameNode = game
-        for uci in ucis:
-            node = node.add_variation(chess.Move.from_uci(uci))
+        for move in moves:
+            node = node.add_variation(move)
         if row.end_reason:
             node.comment = row.end_reason
         return str(game) + "\n"
@@ -593,9 +591,22 @@ def _replay(conn: Connection, game_id: int) -> chess.Board:
     Stored moves were validated when played, so ``push`` without a legality re-check.
     """
     board = chess.Board()
-    for uci in conn.scalars(select(Move.jugada).where(Move.game_id == game_id).order_by(Move.ply)):
-        board.push(chess.Move.from_uci(uci))
+    for move in _stored_moves(conn, game_id):
+        board.push(move)
     return board
+
+
+def _stored_moves(conn: Connection, game_id: int) -> list[chess.Move]:
+    """The game's moves in order; ``jugada`` has no promotion, ``promocion`` carries it."""
+    rows = conn.execute(
+        select(Move.jugada, Move.promocion).where(Move.game_id == game_id).order_by(Move.ply)
+    )
+    return [_as_move(jugada, promocion) for jugada, promocion in rows]
+
+
+def _as_move(jugada: str, promocion: int) -> chess.Move:
+    base = chess.Move.from_uci(jugada)
+    return chess.Move(base.from_square, base.to_square, PROMOTION_PIECES.get(promocion))
 
 
 def _check_move(board: chess.Board, jugada: str, posicion: str, promocion: int) -> chess.Move:
@@ -619,7 +630,7 @@ def _check_move(board: chess.Board, jugada: str, posicion: str, promocion: int) 
         raise Failure(
             Reply.F_MISMATCH, f"{jugada} promotes no pawn: promocion must be 0, got {promocion}"
         )
-    move = chess.Move(base.from_square, base.to_square, PROMOTION_PIECES.get(promocion))
+    move = _as_move(jugada, promocion)
     if not board.is_legal(move):
         if board.is_pseudo_legal(move):
             why = "it would leave your king in check"
