@@ -136,10 +136,6 @@ class Cache:
             if row is None:
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
 
-    @classmethod
-    def exists(cls, path: Path) -> bool:
-        return path.is_file()
-
     def close(self) -> None:
         self.db.close()
 

@@ -18,6 +18,7 @@ from .protocol import (
     WINNER_BLACK,
     WINNER_DRAW,
     WINNER_WHITE,
+    GameStatus,
     color_name,
 )
 
@@ -130,8 +131,15 @@ def _coordinate_move(board: chess.Board, raw: str, m: re.Match[str], mover: str)
 
 
 def _same_target(board: chess.Board, move: chess.Move, raw: str) -> bool:
-    m = re.search(r"([a-h][1-8])", raw)
-    return bool(m) and chess.square_name(move.to_square) == m.group(1)
+    """Whether ``move`` is one the ambiguous SAN ``raw`` could mean."""
+    m = _SAN.fullmatch(raw)
+    if not m:
+        return False
+    piece = chess.Piece.from_symbol(m.group(1)).piece_type if m.group(1) else chess.PAWN
+    return (
+        chess.square_name(move.to_square) == m.group(4)
+        and board.piece_type_at(move.from_square) == piece
+    )
 
 
 _SAN = re.compile(r"([NBRQK])?([a-h])?([1-8])?x?([a-h][1-8])(?:=?([NBRQnbrq]))?[+#!?]*")
@@ -182,46 +190,47 @@ def _san_reason(board: chess.Board, raw: str, mover: str) -> str:
 # -- game state in words ---------------------------------------------------------------
 
 
-def ending(
-    board: chess.Board,
-    status_finished: bool,
-    ganador: int,
-    solicitud_blancas: int,
-    solicitud_negras: int,
-    white: str,
-    black: str,
-) -> str | None:
-    """How a finished game ended, in words; None while it goes on."""
-    if not status_finished:
-        return None
-    names = {WHITE: white, BLACK: black}
-    if ganador in (WINNER_WHITE, WINNER_BLACK):
-        winner = WHITE if ganador == WINNER_WHITE else BLACK
-        loser = BLACK if winner == WHITE else WHITE
+def how_it_ended(board: chess.Board, st: GameStatus) -> str:
+    """The reason a finished game ended: ``checkmate``, ``agreed``, ``stalemate``, ...
+
+    STAT does not carry it; the final position and the solicitud fields tell it.
+    """
+    if st.ganador in (WINNER_WHITE, WINNER_BLACK):
+        loser = BLACK if st.ganador == WINNER_WHITE else WHITE
         if board.is_checkmate():
-            how = "checkmate"
-        elif (solicitud_negras if loser == BLACK else solicitud_blancas) == REQ_RESIGN:
-            how = f"{names[loser]} resigned or left the service"
-        else:
-            how = "forfeit"
-        return f"{names[winner]} ({color_name(winner)}) won: {how}"
-    if ganador == WINNER_DRAW:
-        if REQ_ACCEPT in (solicitud_blancas, solicitud_negras):
-            how = "agreed"
-        elif board.is_stalemate():
-            how = "stalemate"
-        elif board.is_insufficient_material():
-            how = "insufficient material"
-        elif board.is_fivefold_repetition():
-            how = "fivefold repetition"
-        elif board.is_seventyfive_moves():
-            how = "seventy-five-move rule"
-        elif board.is_repetition(3):
-            how = "threefold repetition, claimed"
-        elif board.halfmove_clock >= 100:
-            how = "fifty-move rule, claimed"
-        else:
-            how = "by claim"
+            return "checkmate"
+        if st.solicitud(loser) == REQ_RESIGN:
+            return f"{st.white if loser == WHITE else st.black} resigned or left the service"
+        return "forfeit"
+    if st.ganador == WINNER_DRAW:
+        if REQ_ACCEPT in (st.solicitud_blancas, st.solicitud_negras):
+            return "agreed"
+        if board.is_stalemate():
+            return "stalemate"
+        if board.is_insufficient_material():
+            return "insufficient material"
+        if board.is_fivefold_repetition():
+            return "fivefold repetition"
+        if board.is_seventyfive_moves():
+            return "seventy-five-move rule"
+        if board.is_repetition(3):
+            return "threefold repetition, claimed"
+        if board.halfmove_clock >= 100:
+            return "fifty-move rule, claimed"
+        return "claimed"
+    return "finished"
+
+
+def ending(board: chess.Board, st: GameStatus) -> str | None:
+    """How a finished game ended, in words (``ana (white) won: checkmate``, ``draw
+    (agreed)``); None while it goes on."""
+    if st.active:
+        return None
+    how = how_it_ended(board, st)
+    if st.ganador in (WINNER_WHITE, WINNER_BLACK):
+        winner = WHITE if st.ganador == WINNER_WHITE else BLACK
+        return f"{st.white if winner == WHITE else st.black} ({color_name(winner)}) won: {how}"
+    if st.ganador == WINNER_DRAW:
         return f"draw ({how})"
     return "finished"
 

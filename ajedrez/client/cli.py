@@ -26,6 +26,7 @@ from .cache import Cache, CachedGame, cache_path
 from .chessboard import (
     MoveInputError,
     ending,
+    how_it_ended,
     jgda_for,
     move_table,
     parse_move,
@@ -53,7 +54,17 @@ from .errors import (
     Unreachable,
     WrongPassword,
 )
-from .protocol import BLACK, WHITE, Client, GameStatus, MoveRecord, color_name, game_id
+from .protocol import (
+    BLACK,
+    WHITE,
+    WINNER_DRAW,
+    WINNER_WHITE,
+    Client,
+    GameStatus,
+    MoveRecord,
+    color_name,
+    game_id,
+)
 from .sync import board_of, record_own_move, sync_all, sync_game
 
 EXIT_OK = 0
@@ -272,16 +283,13 @@ def game_state(g: CachedGame, board: chess.Board) -> tuple[str, str]:
     """(whose turn, status) in words for the games list."""
     st = g.status_record
     if not st.active:
-        text = ending(
-            board, True, g.ganador, g.solicitud_blancas, g.solicitud_negras, g.white, g.black
-        )
-        if g.ganador == 3:
+        if g.ganador == WINNER_DRAW:
             short = "drawn"
-        elif (g.ganador == 1) == (g.color == WHITE):
+        elif (g.ganador == WINNER_WHITE) == (g.color == WHITE):
             short = "won"
         else:
             short = "lost"
-        return "-", f"{short}: {text.split(': ', 1)[-1] if text else ''}".rstrip(": ")
+        return "-", f"{short}: {how_it_ended(board, st)}"
     turn = "you" if st.turn == g.color else g.opponent
     offer = st.draw_offered_by
     if offer is None:
@@ -294,7 +302,7 @@ def game_state(g: CachedGame, board: chess.Board) -> tuple[str, str]:
 
 
 def cmd_games(app: App) -> int:
-    with app.open_cache(create=False) as cache:
+    with app.open_cache(create=app.args.sync) as cache:
         app.maybe_sync(cache)
         games = cache.games()
         if app.args.active:
@@ -367,29 +375,14 @@ def status_line(cache: Cache, g: CachedGame, board: chess.Board) -> str:
         at = last.at if last.at is not None else (g.changed if last.ply == len(moves) else None)
         parts.append(f"{g.opponent} moved {ago(at)}" if at else f"{g.opponent} moved earlier")
     if not st.active:
-        parts.append(
-            "finished: "
-            + (
-                ending(
-                    board,
-                    True,
-                    g.ganador,
-                    g.solicitud_blancas,
-                    g.solicitud_negras,
-                    g.white,
-                    g.black,
-                )
-                or ""
-            )
-        )
+        parts.append("finished: " + (ending(board, st) or ""))
     return " | ".join(parts)
 
 
 def cmd_show(app: App) -> int:
-    with app.open_cache(create=False) as cache:
-        gid = app.resolve_game(cache, app.args.game)
+    with app.open_cache(create=app.args.sync) as cache:
         app.maybe_sync(cache)
-        g = cached_game(app, cache, gid)
+        g = cached_game(app, cache, app.args.game)
         moves = cache.moves(g.id)
         board = board_of(cache, g.id)
         last = board.peek() if board.move_stack else None
@@ -425,27 +418,15 @@ def cmd_show(app: App) -> int:
 
 
 def cmd_status(app: App) -> int:
-    with app.open_cache(create=False) as cache:
-        gid = app.resolve_game(cache, app.args.game)
+    with app.open_cache(create=app.args.sync) as cache:
         app.maybe_sync(cache)
-        g = cached_game(app, cache, gid)
+        g = cached_game(app, cache, app.args.game)
         board = board_of(cache, g.id)
         st = g.status_record
         if st.active:
             state = "active, " + ("your turn" if st.turn == g.color else f"{g.opponent} to move")
         else:
-            state = "finished: " + (
-                ending(
-                    board,
-                    True,
-                    g.ganador,
-                    g.solicitud_blancas,
-                    g.solicitud_negras,
-                    g.white,
-                    g.black,
-                )
-                or ""
-            )
+            state = "finished: " + (ending(board, st) or "")
         offer = st.draw_offered_by
         draw = (
             "none"
@@ -475,7 +456,7 @@ def cmd_status(app: App) -> int:
 
 
 def cmd_challenges(app: App) -> int:
-    with app.open_cache(create=False) as cache:
+    with app.open_cache(create=app.args.sync) as cache:
         app.maybe_sync(cache)
         received = [n for n, d in cache.challenges() if d == "in"]
         sent = [n for n, d in cache.challenges() if d == "out"]
@@ -496,7 +477,7 @@ def cmd_challenges(app: App) -> int:
 
 
 def cmd_players(app: App) -> int:
-    with app.open_cache(create=False) as cache:
+    with app.open_cache(create=app.args.sync) as cache:
         app.maybe_sync(cache)
         active = {g.opponent: g.id for g in cache.games() if g.status == 0}
         challenges = cache.challenges()
@@ -518,7 +499,7 @@ def cmd_players(app: App) -> int:
 
 
 def cmd_ranking(app: App) -> int:
-    with app.open_cache(create=False) as cache:
+    with app.open_cache(create=app.args.sync) as cache:
         app.maybe_sync(cache)
         entries = cache.ranking()
         rows = [[str(i), e.user, str(e.wins)] for i, e in enumerate(entries, 1)]
@@ -536,10 +517,9 @@ def cmd_export(app: App) -> int:
         with app.session() as client:
             text = client.pgnx(gid)
     else:
-        with app.open_cache(create=False) as cache:
-            gid = app.resolve_game(cache, app.args.game)
+        with app.open_cache(create=app.args.sync) as cache:
             app.maybe_sync(cache)
-            g = cached_game(app, cache, gid)
+            g = cached_game(app, cache, app.args.game)
             moves = cache.moves(g.id)
             board = board_of(cache, g.id)
             finished = g.status != 0
@@ -553,15 +533,7 @@ def cmd_export(app: App) -> int:
                 "Result": result_tag(finished, g.ganador),
                 "GameId": g.id,
             }
-            comment = ending(
-                board,
-                finished,
-                g.ganador,
-                g.solicitud_blancas,
-                g.solicitud_negras,
-                g.white,
-                g.black,
-            )
+            comment = ending(board, g.status_record)
             text = pgn_text([(m.jugada, m.promocion) for m in moves], headers, comment)
             app.age_line(g.synced_at, stream=app.err)
     if app.args.output:
@@ -695,7 +667,7 @@ def cmd_accept(app: App) -> int:
     first = "Your move" if color == WHITE else f"{target} moves first"
     app.say(
         f"Game {gid} started: you play {color_name(color)} against {target}. {first}"
-        + (f": ajedrez move {gid} e4" if color == WHITE else ".")
+        + (f": ajedrez move {gid} MOVE" if color == WHITE else ".")
     )
     return EXIT_OK
 
@@ -726,10 +698,7 @@ def fresh_game(app: App, client: Client, cache: Cache, gid: str) -> GameStatus:
 
 def finished_message(cache: Cache, st: GameStatus) -> str:
     board = board_of(cache, st.game)
-    text = ending(
-        board, True, st.ganador, st.solicitud_blancas, st.solicitud_negras, st.white, st.black
-    )
-    return f"{st.game} is over: {text}"
+    return f"{st.game} is over: {ending(board, st)}"
 
 
 def cmd_move(app: App) -> int:
@@ -1080,7 +1049,8 @@ def main(
         app.warn(str(e))
         return EXIT_FAILED
     except sqlite3.Error as e:
-        app.warn(f"the local data cannot be used: {e} (`ajedrez sync --full` rebuilds it)")
+        where = str(app.cache_file) if app._settings and app._settings.user else "file"
+        app.warn(f"the local data {where} cannot be used: {e}; delete it and `ajedrez sync`")
         return EXIT_FAILED
     except KeyboardInterrupt:
         app.warn("interrupted")

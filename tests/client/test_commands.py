@@ -1,0 +1,235 @@
+"""The ``ajedrez`` command: errors a person can act on, draws, resignation, claims, the
+newcomer's path from subscription to a game, configuration, and the password's privacy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.client.conftest import free_port, start_game
+from tests.conftest import PASSWORD, ROOT, admin, unique_name
+
+
+def test_unreachable_wrong_password_unknown_user_no_password(machine, new_user, server):
+    ana = new_user("ana")
+    a = machine(ana)
+
+    nowhere = a.fail("--server", f"127.0.0.1:{free_port()}", "sync", rc=3)
+    assert "cannot reach the server" in nowhere.err and "connection refused" in nowhere.err
+
+    wrong = a.fail("sync", password="not it", rc=4)
+    assert f"wrong password for {ana}" in wrong.err and "815" in wrong.err
+
+    ghost = machine("ghost-" + ana)
+    unknown = ghost.fail("sync", rc=4)
+    assert "no active user" in unknown.err and "administrator" in unknown.err
+
+    # No password anywhere and no terminal to ask on: say how to give one.
+    missing = a.fail("sync", password=None, rc=2)
+    assert "AJEDREZ_PASSWORD" in missing.err and "--password-stdin" in missing.err
+    assert a("sync", "--password-stdin", password=None, stdin=PASSWORD + "\n").rc == 0
+
+    # Offline reads need a first sync; unknown games are named.
+    fresh = machine(new_user("new"))
+    assert "run `ajedrez sync` first" in fresh.fail("games", rc=1).err
+    assert "P0000000" not in a.fail("show", "P9999999", rc=1).err
+    assert "not in the local data" in a.fail("show", "P9999999", rc=1).err
+    assert "invalid colour" in a.fail("accept", "x", "--color", "Z", rc=2).err
+
+
+def test_illegal_move_not_your_turn_and_game_over(machine, new_user):
+    ana, bob = new_user("ana"), new_user("bob")
+    a, b = machine(ana), machine(bob)
+    gid = start_game(a, b)
+
+    for typed, why in (
+        ("Ke2", "no white king can move to e2"),
+        ("e5", "no white pawn can move to e5"),
+        ("e2e5", "the pawn on e2 cannot move to e5"),
+        ("d7d5", "there is no white piece on d7"),
+        ("hello", "is not a move"),
+    ):
+        err = a.fail("move", gid, typed, rc=1).err
+        assert f"illegal move in {gid}" in err or "is not a move" in err, err
+        assert why in err, err
+
+    turn = b.fail("move", gid, "e5", rc=1).err
+    assert f"not your turn in {gid}" in turn and f"{ana} (white) is to move" in turn
+
+    a("move", gid, "f3")
+    b("move", gid, "e5")
+    a("move", gid, "g4")
+    out = b("move", gid, "Qh4#").out
+    assert f"{gid} is over: {bob} (black) won: checkmate" in out
+    over = a.fail("move", gid, "Kf2", rc=1).err
+    assert f"{gid} is over: {bob} (black) won: checkmate" in over
+    assert "lost: checkmate" in a("games").out
+    ranking = b("ranking", "--sync").out
+    assert bob in ranking
+
+
+def test_draw_offer_decline_accept(machine, new_user):
+    ana, bob = new_user("ana"), new_user("bob")
+    a, b = machine(ana), machine(bob)
+    gid = start_game(a, b)
+    a("move", gid, "d4")
+
+    assert "Draw offered to" in a("draw", "offer", gid).out
+    pending = b.fail("move", gid, "d5", rc=1).err
+    assert "offers a draw" in pending and f"ajedrez draw accept {gid}" in pending
+    assert f"{ana} offers a draw" in b("show", gid).out
+    assert "declined" in b("draw", "decline", gid).out
+    b("move", gid, "d5")
+
+    b("draw", "offer", gid)
+    mine = b.fail("move", gid, "Nf6", rc=1).err
+    assert "your draw offer" in mine or "not your turn" in mine
+    assert "Draw agreed" in a("draw", "accept", gid).out
+    assert "draw (agreed)" in b("status", gid, "--sync").out
+    assert "1/2-1/2" in b("export", gid).out
+
+
+def test_resign_and_claim(machine, new_user):
+    ana, bob = new_user("ana"), new_user("bob")
+    a, b = machine(ana), machine(bob)
+    gid = start_game(a, b)
+    nothing = a.fail("claim", gid, rc=1).err
+    assert "no draw to claim" in nothing and "842" in nothing
+    # Knights out and back twice: the starting position occurs a third time.
+    for i, san in enumerate(["Nf3", "Nf6", "Ng1", "Ng8", "Nf3", "Nf6", "Ng1", "Ng8"]):
+        (a if i % 2 == 0 else b)("move", gid, san)
+    assert "threefold repetition, claimed" in b("claim", gid).out
+
+    gid2 = start_game(b, a)  # a new game between the two, bob white
+    b("move", gid2, "e4")
+    assert f"You resigned {gid2}; {bob} wins." in a("resign", gid2, "--yes").out
+    assert f"{gid2} is over" in b.fail("move", gid2, "d4", rc=1).err
+    assert f"{ana} resigned" in b("show", gid2, "--sync").out
+
+
+def test_newcomer_subscribes_is_approved_plays_and_leaves(server, machine, new_user):
+    name = unique_name("newbie")
+    me = machine(name)
+    out = me("subscribe", "--comment", "Ana Newcomer").out
+    assert "administrator must approve" in out
+    assert "taken or already requested" in me.fail("subscribe", rc=1).err
+    assert me.fail("sync", rc=4).rc == 4  # not approved yet
+
+    listed = admin(server.database_url, "subs", "list")
+    assert listed.returncode == 0 and name in listed.stdout
+    assert admin(server.database_url, "subs", "approve", name).returncode == 0
+
+    assert "Synced with" in me("sync").out
+    rival = machine(new_user("rival"))
+    me("challenge", rival.user)
+    rival("sync")
+    gid = rival("accept", name, "--color", "N").out.split("Game ", 1)[1].split(" ", 1)[0]
+    me("move", gid, "e4")
+
+    closed = me("unsubscribe", "--yes").out
+    assert f"Account {name} closed" in closed
+    assert me.fail("sync", rc=4).rc == 4
+    assert "won: " in rival("status", gid, "--sync").out
+
+
+def test_config_file_and_the_password_never_stored(machine, new_user):
+    ana = new_user("ana")
+    a = machine(ana)
+    secret = "a rather unusual password 123"
+    a.password = secret  # the account's real password stays PASSWORD: a wrong one is fine
+
+    # Save server and user to the config file, then run with no options at all.
+    cfg = a.home / "config" / "ajedrez" / "client.toml"
+    a("config", "--save", options=True)
+    text = cfg.read_text()
+    assert f'server = "{a.address}"' in text and f'user = "{ana}"' in text
+    shown = a("config", options=False).out
+    assert f"server:      {a.address}" in shown and f"user:        {ana}" in shown
+    assert a("sync", options=False, password=PASSWORD).rc == 0
+    a.fail("sync", options=False, rc=4)  # the unusual one: wrong, refused
+    a.fail("sync", "--password-stdin", options=False, password=None, stdin=secret + "\n", rc=4)
+
+    # No user anywhere: say where to put one.
+    cfg.unlink()
+    assert "no user" in a.fail("games", options=False, rc=2).err
+
+    for path in a.home.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert secret.encode() not in data, path
+            assert PASSWORD.encode() not in data, path
+
+
+def test_client_imports_no_server_code():
+    code = (
+        "import sys, ajedrez.client, ajedrez.client.protocol, ajedrez.client.errors, "
+        "ajedrez.client.cache, ajedrez.client.sync, ajedrez.client.chessboard, "
+        "ajedrez.client.config, ajedrez.client.cli\n"
+        "bad = [m for m in sys.modules if m == 'sqlalchemy' or m.startswith('sqlalchemy.') or "
+        "m.split('.')[:2] in (['ajedrez', n] for n in ('server', 'service', 'storage', "
+        "'session', 'wire', 'values', 'commands', 'errors', 'passwords'))]\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_help_lists_every_subcommand():
+    out = subprocess.run(
+        [sys.executable, "-m", "ajedrez.client.cli", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for command in [
+        "subscribe",
+        "unsubscribe",
+        "sync",
+        "games",
+        "show",
+        "move",
+        "challenge",
+        "challenges",
+        "accept",
+        "decline",
+        "draw",
+        "resign",
+        "claim",
+        "ranking",
+        "status",
+        "players",
+        "export",
+    ]:
+        assert command in out, command
+
+
+def test_games_list_puts_my_turn_first(machine, new_user):
+    ana, bob, carl = new_user("ana"), new_user("bob"), new_user("carl")
+    a, b, c = machine(ana), machine(bob), machine(carl)
+    waiting = start_game(c, a)  # carl white: carl's turn
+    mine = start_game(a, b)  # ana white: ana's turn
+    a("sync")
+
+    def order(*args: str) -> list[str]:
+        lines = a("games", *args).out.splitlines()
+        assert lines[0].split()[:4] == ["GAME", "OPPONENT", "YOU", "TURN"]
+        return [line.split()[0] for line in lines[1:] if line.startswith("P")]
+
+    assert order() == [mine, waiting]
+    assert order("--sort", "id") == sorted([mine, waiting])
+    rows = {line.split()[0]: line for line in a("games").out.splitlines()}
+    assert rows[mine].split()[1:4] == [bob, "white", "you"]
+    assert rows[waiting].split()[1:4] == [carl, "black", carl]
+
+
+def test_docs_describe_every_subcommand():
+    from ajedrez.client.cli import build_parser
+
+    docs = (ROOT / "docs" / "client.md").read_text()
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name in sub.choices:  # type: ignore[union-attr]
+        assert f"`ajedrez {name}" in docs, name
