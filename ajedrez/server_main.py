@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import signal
 import sys
 from types import FrameType
 
 from . import __version__
+from .reactor import Reactor
 from .server import DEFAULT_HOST, DEFAULT_PORT, Limits, Server
 from .service import Accounts, Games
 from .storage.db import Database, redact, resolve_url
@@ -42,6 +44,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=Limits.idle_timeout,
         help=f"seconds of client silence before the connection closes ({Limits.idle_timeout:g})",
     )
+    p.add_argument(
+        "--transport",
+        choices=["threads", "asyncio"],
+        default="threads",
+        help="threads: one thread per connection; asyncio: one event loop for every "
+        "connection and --command-threads threads for the commands (threads)",
+    )
+    p.add_argument(
+        "--command-threads",
+        type=int,
+        default=16,
+        help="with --transport asyncio: threads running commands at once (16)",
+    )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
@@ -64,11 +79,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     limits = Limits(max_connections=args.max_connections, idle_timeout=args.idle_timeout)
     try:
+        if args.transport == "asyncio":
+            return asyncio.run(_serve_reactor(args, db, limits))
+        return _serve_threads(args, db, limits)
+    finally:
+        db.dispose()
+        log.info("server stopped")
+
+
+def _serve_threads(args: argparse.Namespace, db: Database, limits: Limits) -> int:
+    try:
         server = Server(Accounts(db), Games(db), args.host, args.port, limits)
     except OSError as e:
-        log.error("cannot listen on %s:%s: %s", args.host, args.port, e.strerror or e)
-        db.dispose()
-        return 1
+        return _cannot_listen(args, e)
 
     def _on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("received %s, stopping", signal.Signals(signum).name)
@@ -76,14 +99,37 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
-    host, port = server.address
-    log.info("ajedrez %s listening on %s:%d", __version__, host, port)
-    try:
-        server.serve_forever()
-    finally:
-        db.dispose()
-        log.info("server stopped")
+    _listening(*server.address)
+    server.serve_forever()
     return 0
+
+
+async def _serve_reactor(args: argparse.Namespace, db: Database, limits: Limits) -> int:
+    reactor = Reactor(Accounts(db), Games(db), args.host, args.port, limits, args.command_threads)
+    try:
+        address = await reactor.start()
+    except OSError as e:
+        return _cannot_listen(args, e)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, _stop_reactor, reactor, signum)
+    _listening(*address)
+    await reactor.serve_until_stopped()
+    return 0
+
+
+def _stop_reactor(reactor: Reactor, signum: int) -> None:
+    log.info("received %s, stopping", signal.Signals(signum).name)
+    reactor.stop()
+
+
+def _listening(host: str, port: int) -> None:
+    log.info("ajedrez %s listening on %s:%d", __version__, host, port)
+
+
+def _cannot_listen(args: argparse.Namespace, e: OSError) -> int:
+    log.error("cannot listen on %s:%s: %s", args.host, args.port, e.strerror or e)
+    return 1
 
 
 def _one_line(e: BaseException) -> str:
