@@ -16,6 +16,7 @@ from .codes import Reply
 from .commands import PRE_LOGIN, SPECS, help_text, lookup, parse_args
 from .errors import Failure, StorageError, TransientStorageError
 from .service import Accounts, Caller, Games
+from .service.games import MoveRecord
 from .values import format_fecha, format_partida
 from .wire import LineError, encode_records, encode_reply, parse_line
 
@@ -218,7 +219,8 @@ class Session:
     def do_JGDA(
         self, game_id: int, ply: int, jugada: str, reverso: int, posicion: str, promocion: int
     ) -> Outcome:
-        self.games.play(self._me.id, game_id, ply, jugada, reverso, posicion, promocion)
+        move = MoveRecord(ply, jugada, reverso, posicion, promocion)
+        self.games.play(self._me.id, game_id, move)
         return self._reply(Reply.S_JGDA)
 
     def do_TBLS(self, game_id: int, opponent: str) -> Outcome:

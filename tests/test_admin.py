@@ -20,6 +20,7 @@ from sqlalchemy import func, select
 
 from admin.cli import main
 from ajedrez.service import Accounts, Games
+from ajedrez.service.games import MoveRecord
 from ajedrez.storage.db import Database
 from ajedrez.storage.migrate import is_current, upgrade
 from ajedrez.storage.models import Move, User
@@ -366,8 +367,8 @@ def test_games_list_and_purge(cli, private_db):
     ana, bea, carla = (accounts.login(n, PASSWORD) for n in ("ana", "bea", "carla"))
     games.challenge(ana.id, "bea")
     finished = games.accept(bea.id, "B", "ana")  # bea white, ana black
-    games.play(bea.id, finished, 1, "e2e4", 0, "1228", 0)
-    games.play(ana.id, finished, 2, "e7e5", 0, "5236", 0)
+    games.play(bea.id, finished, MoveRecord(1, "e2e4", 0, "1228", 0))
+    games.play(ana.id, finished, MoveRecord(2, "e7e5", 0, "5236", 0))
     games.resign(bea.id, finished, "ana")  # black wins
     games.challenge(carla.id, "ana")
     active = games.accept(ana.id, "N", "carla")  # carla white, ana black

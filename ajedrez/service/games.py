@@ -270,35 +270,19 @@ class Games:
 
     # -- moves -------------------------------------------------------------------------
 
-    def play(
-        self,
-        caller_id: int,
-        game_id: int,
-        ply: int,
-        jugada: str,
-        reverso: int,
-        posicion: str,
-        promocion: int,
-    ) -> None:
+    def play(self, caller_id: int, game_id: int, move: MoveRecord) -> None:
         try:
             with self.db.write() as tx:
-                self._play(tx, caller_id, game_id, ply, jugada, reverso, posicion, promocion)
+                self._play(tx, caller_id, game_id, move)
         except Conflict:
             # Another transaction stored this ply first (possible only across databases
             # that do not honour the row lock); the client must resynchronise.
-            raise Failure(Reply.F_PLY, f"ply {ply} of {_pid(game_id)} was just played") from None
+            raise Failure(
+                Reply.F_PLY, f"ply {move.ply} of {_pid(game_id)} was just played"
+            ) from None
 
-    def _play(
-        self,
-        tx: Tx,
-        caller_id: int,
-        game_id: int,
-        ply: int,
-        jugada: str,
-        reverso: int,
-        posicion: str,
-        promocion: int,
-    ) -> None:
+    def _play(self, tx: Tx, caller_id: int, game_id: int, move: MoveRecord) -> None:
+        ply, jugada, posicion, promocion = move.ply, move.jugada, move.posicion, move.promocion
         conn = tx.conn
         row = _game_row(conn, game_id, lock=True)
         color = _color_of(row, caller_id, game_id)
@@ -308,7 +292,7 @@ class Games:
                     Move.game_id == game_id, Move.ply == ply
                 )
             ).first()
-            if last is not None and tuple(last) == (jugada, reverso, posicion, promocion):
+            if last is not None and tuple(last) == (jugada, move.reverso, posicion, promocion):
                 return  # an exact resend of the move just stored: nothing to do
         _require_active(row, game_id)
         if _ply_color(row.next_ply) != color:
@@ -325,10 +309,10 @@ class Games:
             )
         # The stored position settles legality without replaying the game; only a legal
         # move pays for the replay that repetition detection needs.
-        move = _check_move(chess.Board(row.fen), jugada, posicion, promocion)
+        legal = _check_move(chess.Board(row.fen), jugada, posicion, promocion)
         history = _replay(conn, game_id)
-        san = history.san(move)
-        history.push(move)
+        san = history.san(legal)
+        history.push(legal)
         values: dict[str, object] = {
             "next_ply": ply + 1,
             "fen": history.fen(),
@@ -342,7 +326,7 @@ class Games:
                 game_id=game_id,
                 ply=ply,
                 jugada=jugada,
-                reverso=reverso,
+                reverso=move.reverso,
                 posicion=posicion,
                 promocion=promocion,
                 san=san,
