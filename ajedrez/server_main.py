@@ -46,10 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--transport",
-        choices=["threads", "asyncio"],
-        default="threads",
-        help="threads: one thread per connection; asyncio: one event loop for every "
-        "connection and --command-threads threads for the commands (threads)",
+        choices=["asyncio", "threads"],
+        default="asyncio",
+        help="asyncio: one event loop for every connection and --command-threads threads "
+        "for the commands; threads: one thread per connection (asyncio; see "
+        "docs/performance.md)",
     )
     p.add_argument(
         "--command-threads",

@@ -93,7 +93,10 @@ class Database:
         self._write_lock = threading.Lock()
         if self.is_sqlite:
             self._prepare_sqlite_path(create)
-            self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=0)
+            # Unbounded overflow: a writer takes the process write lock before a connection,
+            # and must never then queue for one behind readers (SQLite connections are
+            # cheap; the transport bounds how many commands run at once).
+            self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=-1)
             self._install_sqlite_hooks(self.engine)
         else:
             self.engine = create_engine(

@@ -1,0 +1,1 @@
+"""Load benchmarks of the Ajedrez server (not part of the installed package, not run by CI)."""

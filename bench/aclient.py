@@ -1,0 +1,203 @@
+"""An asyncio twin of :class:`ajedrez.client.protocol.Client`, for driving many sessions.
+
+The client library is blocking (one socket, one thread). One load process on two cores
+cannot run a thousand threads and still measure anything, so this module speaks the same
+protocol over asyncio streams. It reuses the library for everything but the I/O: the
+header layout, the record parsers, :class:`Response`, and the exceptions
+(:func:`reply_error`, ``ConnectionLost``, ``ProtocolError``), so a reply is judged exactly
+as the library judges it.
+
+Every request is timed from just before its line is written to just after the last part
+of its answer is read, and reported to an optional :class:`Observer` with the reply code
+(or ``None`` when the connection failed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from typing import Protocol
+
+import chess
+
+from ajedrez.client.errors import ConnectionLost, NoMoreMoves, ProtocolError, reply_error
+from ajedrez.client.protocol import (
+    HEADER,
+    MAX_DATA,
+    WHITE,
+    Changes,
+    GameStatus,
+    GameSummary,
+    MoveRecord,
+    Response,
+    format_fecha,
+    parse_game_status,
+    parse_game_summary,
+    parse_move_record,
+)
+
+
+class Observer(Protocol):
+    def observe(self, command: str, seconds: float, code: int | None) -> None: ...
+
+
+class AsyncClient:
+    """One ESPOL session over one asyncio TCP connection."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        timeout: float,
+        observer: Observer | None = None,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._timeout = timeout
+        self._observer = observer
+        self.user: str | None = None
+
+    @classmethod
+    async def connect(
+        cls, host: str, port: int, *, timeout: float = 30.0, observer: Observer | None = None
+    ) -> AsyncClient:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port, limit=2 * MAX_DATA), timeout
+            )
+        except (OSError, TimeoutError) as e:
+            raise ConnectionLost(f"cannot connect to {host}:{port}: {e or 'timeout'}") from None
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return cls(reader, writer, timeout=timeout, observer=observer)
+
+    async def close(self) -> None:
+        if self._writer.is_closing():
+            return
+        self._writer.close()
+        with contextlib.suppress(OSError, TimeoutError):
+            await asyncio.wait_for(self._writer.wait_closed(), 2.0)
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    async def _read_part(self) -> tuple[int, bool, str]:
+        try:
+            header = await self._reader.readexactly(HEADER.size)
+            code_b, flag, length = HEADER.unpack(header)
+            if not code_b.isdigit() or flag not in (b"0", b"1") or length > MAX_DATA:
+                raise ProtocolError(f"malformed reply header {code_b!r} {flag!r} {length}")
+            data = await self._reader.readexactly(length)
+        except asyncio.IncompleteReadError:
+            raise ConnectionLost("the server closed the connection") from None
+        except OSError as e:
+            raise ConnectionLost(f"the connection broke: {e}") from None
+        return int(code_b), flag == b"1", data.decode("utf-8")
+
+    async def _read_response(self) -> Response:
+        code, more, text = await self._read_part()
+        parts = [text]
+        while more:
+            code2, more, text = await self._read_part()
+            if code2 != code:
+                raise ProtocolError(f"multi-part reply changed code from {code} to {code2}")
+            parts.append(text)
+        return Response(code, parts)
+
+    async def _exchange(self, line: str) -> Response:
+        try:
+            self._writer.write(line.encode("utf-8") + b"\r\n")
+            return await asyncio.wait_for(self._read_response(), self._timeout)
+        except TimeoutError:
+            raise ConnectionLost(f"no reply within {self._timeout:g} s") from None
+
+    async def request(self, code: str, *fields: str) -> Response:
+        """Send one command, return its answer; a non-success reply raises (as the library)."""
+        line = ":".join([code, *fields])
+        start = time.perf_counter()
+        try:
+            response = await self._exchange(line)
+        except Exception:
+            self._observe(code, time.perf_counter() - start, None)
+            await self.close()
+            raise
+        self._observe(code, time.perf_counter() - start, response.code)
+        if response.code // 100 not in (1, 2, 3):
+            raise reply_error(response.code, response.text)
+        return response
+
+    def _observe(self, code: str, seconds: float, reply: int | None) -> None:
+        if self._observer is not None:
+            self._observer.observe(code, seconds, reply)
+
+    # -- commands (the subset a player needs) ------------------------------------------
+
+    async def login(self, user: str, password: str) -> None:
+        await self.request("USER", user)
+        await self.request("PASS", password)
+        self.user = user
+
+    async def quit(self) -> None:
+        if not self._writer.is_closing():
+            try:
+                self._writer.write(b"QUIT\r\n")
+                await self._writer.drain()
+            except OSError:
+                pass
+        await self.close()
+
+    async def jueg(self, user: str) -> None:
+        await self.request("JUEG", user)
+
+    async def tran(self, fecha: int) -> Changes[str]:
+        return (await self.request("TRAN", format_fecha(fecha))).dated_records()
+
+    async def acep(self, color: str, user: str) -> str:
+        return (await self.request("ACEP", color, user)).text
+
+    async def ppen(self, fecha: int) -> Changes[GameSummary]:
+        fecha2, records = (await self.request("PPEN", format_fecha(fecha))).dated_records()
+        return Changes(fecha2, [parse_game_summary(r) for r in records])
+
+    async def stat(self, game: str) -> GameStatus:
+        return parse_game_status((await self.request("STAT", game)).text)
+
+    async def spar(self, game: str, after: int) -> list[MoveRecord]:
+        try:
+            response = await self.request("SPAR", game, str(after))
+        except NoMoreMoves:
+            return []
+        return [parse_move_record(r) for r in response.records()]
+
+    async def jgda(self, game: str, ply: int, move: chess.Move) -> None:
+        jugada, posicion, promocion = move_fields(move)
+        await self.request("JGDA", game, str(ply), jugada, "0", posicion, str(promocion))
+
+    async def rend(self, game: str, opponent: str) -> None:
+        await self.request("REND", game, opponent)
+
+
+def move_fields(move: chess.Move) -> tuple[str, str, int]:
+    """(jugada, posicion, promocion) of a python-chess move, as JGDA wants them.
+
+    python-chess numbers squares a1=0 ... h8=63 and pieces knight=2 ... queen=5, exactly
+    the protocol's ``posicion`` and ``promocion`` codes.
+    """
+    jugada = chess.square_name(move.from_square) + chess.square_name(move.to_square)
+    posicion = f"{move.from_square:02d}{move.to_square:02d}"
+    return jugada, posicion, move.promotion or 0
+
+
+def record_move(record: MoveRecord) -> chess.Move:
+    """The python-chess move of a SPAR record (promotion from its ``promocion``)."""
+    move = chess.Move.from_uci(record.jugada)
+    if record.promocion:
+        move = chess.Move(move.from_square, move.to_square, promotion=record.promocion)
+    return move
+
+
+def color_of(code: str) -> chess.Color:
+    return chess.WHITE if code == WHITE else chess.BLACK

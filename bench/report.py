@@ -1,0 +1,83 @@
+"""The human-readable table of a run (the JSON report holds the same figures and more)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+COMMAND_ORDER = ("JGDA", "STAT", "SPAR", "JUEG", "TRAN", "ACEP", "PPEN", "REND", "USER", "PASS")
+
+
+def render_table(report: dict[str, Any]) -> str:
+    sc, res = report["scenario"], report["results"]
+    lines = [
+        f"Ajedrez load: {sc['clients']} clients ({sc['games_at_once']} games at once), "
+        f"{sc['database']}, poll {sc['poll_command'].upper()} every {sc['poll_interval']:g} s, "
+        f"window {res['window_seconds']:.1f} s after {sc['warmup']:g} s warm-up",
+        f"moves: {res['moves']} = {res['moves_per_second']:.1f} moves/s"
+        + _ceiling(res)
+        + f"; games started {res['games_started']}, ended {_ends(res['game_ends'])}",
+        "",
+        _command_table(res["commands"]),
+        "",
+        f"errors in the window: {_errors(res['errors'])}; players failed: {res['players_failed']}",
+    ]
+    lines += [f"  {f}" for f in res["player_failures_sample"]]
+    lines.append(_cpu_line(res))
+    login = res["login"]
+    lines += [
+        "",
+        f"login phase: {login['seconds']:.1f} s, {login['failed']} failed",
+        _command_table(login["commands"]),
+    ]
+    lines += [f"  {f}" for f in login["failures_sample"]]
+    return "\n".join(lines)
+
+
+def _ceiling(res: dict[str, Any]) -> str:
+    ceiling = res.get("poll_bound_moves_per_second")
+    return f" (the polling pace allows at most ~{ceiling:.0f})" if ceiling else ""
+
+
+def _ends(ends: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in ends.items()) or "none"
+
+
+def _errors(errors: dict[str, int]) -> str:
+    return ", ".join(f"{k} x{v}" for k, v in errors.items()) or "none"
+
+
+def _cpu_line(res: dict[str, Any]) -> str:
+    parts = [
+        f"machine CPU busy {res['machine_cpu_busy_percent']:.0f}%",
+        f"load generator {res['load_generator_cpu_percent']:.0f}% of a core",
+    ]
+    server = res.get("server")
+    if server:
+        if server.get("cpu_percent") is not None:
+            parts.append(f"server {server['cpu_percent']:.0f}% of a core")
+            parts.append(f"other processes {res['other_processes_cpu_percent']:.0f}%")
+        parts.append(
+            f"server peak RSS {server['peak_rss_mib']:.1f} MiB, "
+            f"peak threads {server['peak_threads']}"
+        )
+    return "; ".join(parts)
+
+
+def _command_table(commands: dict[str, dict[str, Any]]) -> str:
+    header = (
+        f"{'command':<8} {'count':>8} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} "
+        f"{'max ms':>9}  replies"
+    )
+    rows = [header, "-" * len(header)]
+    for name in sorted(commands, key=_order):
+        c = commands[name]
+        replies = " ".join(f"{code}:{n}" for code, n in c["replies"].items())
+        rows.append(
+            f"{name:<8} {c['count']:>8} {c['p50_ms']:>9.2f} {c['p95_ms']:>9.2f} "
+            f"{c['p99_ms']:>9.2f} {c['max_ms']:>9.2f}  {replies}"
+        )
+    return "\n".join(rows)
+
+
+def _order(name: str) -> tuple[int, str]:
+    return (COMMAND_ORDER.index(name) if name in COMMAND_ORDER else len(COMMAND_ORDER), name)
