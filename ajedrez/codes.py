@@ -50,6 +50,8 @@ class Reply(IntEnum):
     F_SEQ = 806  # PASS without a preceding successful USER; the connection closes
     F_LOGGED = 807  # USER or PASS sent again after login
     F_NOTSELF = 808  # UNSU names another user than the one logged in
+    F_DEADLINE = 809  # a line was not completed in time; the connection closes
+    F_ADDRLIMIT = 810  # too many connections from the client's address; it closes
     # -- failures: accounts ----------------------------------------------------
     F_NOUSER = 814  # no active user of that name (code fixed by the seed)
     F_PASINV = 815  # wrong password

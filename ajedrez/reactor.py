@@ -5,7 +5,8 @@ An idle session costs a few kilobytes (a task, a stream, a :class:`Session`) ins
 thread stack, so thousands of players can stay connected; the database work, which is
 blocking (SQLAlchemy, python-chess), runs in at most ``command_threads`` threads. Each
 connection runs its commands one at a time, in order, and a reply leaves in one write
-with ``TCP_NODELAY`` set. ``docs/performance.md`` compares this with thread-per-connection.
+with ``TCP_NODELAY`` set. ``docs/performance.md`` compares this with thread-per-connection;
+``docs/security.md`` lists the limits enforced here.
 """
 
 from __future__ import annotations
@@ -14,17 +15,21 @@ import asyncio
 import contextlib
 import logging
 import socket
+import ssl
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from .codes import Reply
-from .server import Limits
 from .service import Accounts, Games
 from .session import Outcome, Session
+from .settings import Limits
+from .throttle import LoginThrottle
 from .wire import OVERLONG, LineBuffer, encode_reply
 
 log = logging.getLogger("ajedrez.server")
 
 READ_CHUNK = 65536
+TLS_HANDSHAKE_TIMEOUT = 10.0
 
 
 class Reactor:
@@ -36,23 +41,47 @@ class Reactor:
         port: int,
         limits: Limits | None = None,
         command_threads: int = 16,
+        tls: ssl.SSLContext | None = None,
+        tls_port: int | None = None,
     ) -> None:
         self.accounts = accounts
         self.games = games
         self.host = host
         self.port = port
         self.limits = limits or Limits()
+        self.tls = tls
+        self.tls_port = tls_port
+        lim = self.limits
+        self.throttle = LoginThrottle(
+            lim.login_delay_base, lim.login_delay_max, lim.login_forget_after
+        )
         self._pool = ThreadPoolExecutor(command_threads, thread_name_prefix="command")
-        self._server: asyncio.Server | None = None
+        self._hashing = asyncio.Semaphore(lim.max_password_checks)
+        self._servers: list[asyncio.Server] = []
         self._stopping = asyncio.Event()
         self._idle: dict[asyncio.Task[None], bool] = {}  # task -> waiting for input
+        self._per_address: Counter[str] = Counter()
 
-    async def start(self) -> tuple[str, int]:
-        self._server = await asyncio.start_server(
-            self._on_client, self.host, self.port, backlog=1024, limit=READ_CHUNK
-        )
-        host, port = self._server.sockets[0].getsockname()[:2]
-        return host, port
+    async def start(self) -> list[tuple[str, str, int]]:
+        """Open the listeners; returns (kind, host, port) of each."""
+        listeners = [("plain", self.port, None)]
+        if self.tls is not None and self.tls_port is not None:
+            listeners.append(("tls", self.tls_port, self.tls))
+        opened = []
+        for kind, port, context in listeners:
+            server = await asyncio.start_server(
+                self._on_client,
+                self.host,
+                port,
+                backlog=1024,
+                limit=READ_CHUNK,
+                ssl=context,
+                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT if context else None,
+            )
+            self._servers.append(server)
+            host, bound = server.sockets[0].getsockname()[:2]
+            opened.append((kind, host, bound))
+        return opened
 
     def stop(self) -> None:
         """Begin a graceful stop; safe to call from a signal handler on the loop."""
@@ -62,34 +91,37 @@ class Reactor:
                 task.cancel()  # nothing in progress: end the session now
 
     async def serve_until_stopped(self) -> None:
-        assert self._server is not None
         await self._stopping.wait()
-        self._server.close()
+        for server in self._servers:
+            server.close()
         pending = list(self._idle)
         if pending:
             _, late = await asyncio.wait(pending, timeout=self.limits.stop_grace)
             for task in late:
                 task.cancel()
             await asyncio.gather(*late, return_exceptions=True)
-        await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
         self._pool.shutdown(wait=True, cancel_futures=True)
         log.info("all sessions closed")
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         addr = writer.get_extra_info("peername") or ("?", 0)
-        peer = f"{addr[0]}:{addr[1]}"
-        if self._stopping.is_set() or len(self._idle) >= self.limits.max_connections:
-            log.warning("refusing %s: %d connections open", peer, len(self._idle))
-            writer.write(encode_reply(Reply.E_BUSY, "too many connections; try again later"))
+        address, peer = str(addr[0]), f"{addr[0]}:{addr[1]}"
+        refusal = self._refusal(address)
+        if refusal is not None:
+            log.warning("refusing %s: %s", peer, refusal[1])
+            writer.write(encode_reply(*refusal))
             await _close(writer)
             return
         task = asyncio.current_task()
         assert task is not None
         self._idle[task] = True
+        self._per_address[address] += 1
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        session = Session(self.accounts, self.games, peer)
+        session = Session(self.accounts, self.games, peer, address, self.throttle)
         try:
             await self._converse(session, reader, writer, task)
         except asyncio.CancelledError:
@@ -100,7 +132,18 @@ class Reactor:
             log.exception("connection %s ended by an internal error", peer)
         finally:
             self._idle.pop(task, None)
+            self._per_address[address] -= 1
+            if self._per_address[address] <= 0:
+                del self._per_address[address]
             await _close(writer)
+
+    def _refusal(self, address: str) -> tuple[Reply, str] | None:
+        if self._stopping.is_set() or len(self._idle) >= self.limits.max_connections:
+            return Reply.E_BUSY, "too many connections; try again later"
+        if self._per_address[address] >= self.limits.max_connections_per_address:
+            limit = self.limits.max_connections_per_address
+            return Reply.F_ADDRLIMIT, f"too many connections from your address (limit {limit})"
+        return None
 
     async def _converse(
         self,
@@ -110,28 +153,66 @@ class Reactor:
         task: asyncio.Task[None],
     ) -> None:
         loop = asyncio.get_running_loop()
-        buffer = LineBuffer(self.limits.max_line)
+        lim = self.limits
+        buffer = LineBuffer(lim.max_line_before_login)
+        line_started: float | None = None  # when the unfinished line's first byte came
         while not self._stopping.is_set():
             self._idle[task] = True
+            if not buffer.pending:
+                line_started = None
+            elif line_started is None:
+                line_started = loop.time()
+            wait = lim.idle_timeout
+            if line_started is not None:
+                wait = min(wait, line_started + lim.request_deadline - loop.time())
             try:
-                data = await asyncio.wait_for(reader.read(READ_CHUNK), self.limits.idle_timeout)
+                data = await asyncio.wait_for(reader.read(READ_CHUNK), max(wait, 0.0))
             except TimeoutError:
-                log.info("closing idle connection %s", session.who())
+                await self._timed_out(session, writer, line_started is not None)
                 return
             if not data:
                 return
             self._idle[task] = False
             for item in buffer.feed(data):
+                line_started = None  # a line ended: the deadline restarts with the next
                 if item is OVERLONG:
-                    outcome = session.overlong(self.limits.max_line)
+                    outcome = session.overlong(buffer.max_line)
                 else:
-                    # Shielded: a stop never abandons a command half-way in its thread.
-                    outcome = await asyncio.shield(
-                        loop.run_in_executor(self._pool, session.handle_line, item)
-                    )
+                    assert isinstance(item, bytes)
+                    outcome = await self._run(session, item)
                 await _send(writer, outcome)
                 if outcome.close:
                     return
+                buffer.max_line = lim.max_line if session.logged_in else lim.max_line_before_login
+
+    async def _run(self, session: Session, line: bytes) -> Outcome:
+        loop = asyncio.get_running_loop()
+        user = session.login_attempt(line)
+        if user is not None:
+            delay = self.throttle.reserve(session.address, user)
+            if delay > 0:
+                log.info("delaying a login of %r from %s by %.1f s", user, session.peer, delay)
+                await asyncio.sleep(delay)  # waits on the loop: no thread is held
+        work = loop.run_in_executor(self._pool, session.handle_line, line)
+        if session.costs_a_hash(line):
+            async with self._hashing:
+                # Shielded: a stop never abandons a command half-way in its thread.
+                return await asyncio.shield(work)
+        return await asyncio.shield(work)
+
+    async def _timed_out(
+        self, session: Session, writer: asyncio.StreamWriter, mid_line: bool
+    ) -> None:
+        if mid_line:
+            log.info("closing %s: a line was not finished in time", session.who())
+            lim = self.limits
+            reason = (
+                f"line not finished in time (deadline {lim.request_deadline:g} s, "
+                f"at most {lim.idle_timeout:g} s between bytes); closing"
+            )
+            await _send(writer, Outcome([encode_reply(Reply.F_DEADLINE, reason)]))
+        else:
+            log.info("closing idle connection %s", session.who())
 
 
 async def _send(writer: asyncio.StreamWriter, outcome: Outcome) -> None:
@@ -144,3 +225,10 @@ async def _close(writer: asyncio.StreamWriter) -> None:
     with contextlib.suppress(Exception):
         writer.close()
         await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+
+def tls_context(cert: str, key: str) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert, key)
+    return context

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import signal
 import sys
-from types import FrameType
 
 from . import __version__
-from .reactor import Reactor
-from .server import DEFAULT_HOST, DEFAULT_PORT, Limits, Server
+from .reactor import Reactor, tls_context
 from .service import Accounts, Games
+from .settings import Settings, SettingsError, add_arguments, load
 from .storage.db import Database, redact, resolve_url
 from .storage.migrate import upgrade
 
@@ -21,116 +21,97 @@ log = logging.getLogger("ajedrez")
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="ajedrez-server", description="Ajedrez correspondence-chess server (ESPOL 2.0)."
+        prog="ajedrez-server",
+        description="Ajedrez correspondence-chess server (ESPOL 2.0). Every option can also "
+        "be set in the --config TOML file (same name, with underscores); the command line "
+        "wins. See docs/operations.md.",
     )
-    p.add_argument(
-        "--database-url",
-        help="SQLAlchemy URL (default: $AJEDREZ_DATABASE_URL, else the embedded SQLite file "
-        "$XDG_DATA_HOME/ajedrez/ajedrez.sqlite3, i.e. ~/.local/share/ajedrez/ajedrez.sqlite3)",
-    )
-    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on ({DEFAULT_HOST})")
-    p.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"TCP port ({DEFAULT_PORT}; 0 = any free)"
-    )
-    p.add_argument(
-        "--max-connections",
-        type=int,
-        default=Limits.max_connections,
-        help=f"connections served at once ({Limits.max_connections})",
-    )
-    p.add_argument(
-        "--idle-timeout",
-        type=float,
-        default=Limits.idle_timeout,
-        help=f"seconds of client silence before the connection closes ({Limits.idle_timeout:g})",
-    )
-    p.add_argument(
-        "--transport",
-        choices=["asyncio", "threads"],
-        default="asyncio",
-        help="asyncio: one event loop for every connection and --command-threads threads "
-        "for the commands; threads: one thread per connection (asyncio; see "
-        "docs/performance.md)",
-    )
-    p.add_argument(
-        "--command-threads",
-        type=int,
-        default=16,
-        help="with --transport asyncio: threads running commands at once (16)",
-    )
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    add_arguments(p)
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = vars(build_parser().parse_args(argv))
+    config = args.pop("config")
+    try:
+        settings = load(config, args)
+    except SettingsError as e:
+        print(f"ajedrez-server: {e}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         stream=sys.stderr,
-        level=args.log_level,
+        level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    url = resolve_url(args.database_url)
+    url = resolve_url(settings.database_url)
     try:
-        db = Database(url)
+        db = Database(url, busy_timeout=settings.sqlite_busy_timeout)
         log.info("database %s: bringing the schema up to date", redact(url))
         upgrade(db)
     except Exception as e:  # one line for the operator, whatever the driver raised
         log.error("cannot open the database %s: %s", redact(url), _one_line(e))
         return 1
-    limits = Limits(max_connections=args.max_connections, idle_timeout=args.idle_timeout)
     try:
-        if args.transport == "asyncio":
-            return asyncio.run(_serve_reactor(args, db, limits))
-        return _serve_threads(args, db, limits)
+        return asyncio.run(_serve(settings, db))
     finally:
         db.dispose()
         log.info("server stopped")
 
 
-def _serve_threads(args: argparse.Namespace, db: Database, limits: Limits) -> int:
+async def _serve(settings: Settings, db: Database) -> int:
     try:
-        server = Server(Accounts(db), Games(db), args.host, args.port, limits)
-    except OSError as e:
-        return _cannot_listen(args, e)
-
-    def _on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("received %s, stopping", signal.Signals(signum).name)
-        server.stop()
-
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
-    _listening(*server.address)
-    server.serve_forever()
-    return 0
-
-
-async def _serve_reactor(args: argparse.Namespace, db: Database, limits: Limits) -> int:
-    reactor = Reactor(Accounts(db), Games(db), args.host, args.port, limits, args.command_threads)
+        tls = tls_context(settings.tls_cert, settings.tls_key) if settings.tls_cert else None
+    except (OSError, ValueError) as e:
+        log.error("cannot load the TLS certificate or key: %s", _one_line(e))
+        return 1
+    if tls is not None and settings.tls_port is None:
+        log.error("--tls-cert and --tls-key need --tls-port")
+        return 1
+    reactor = Reactor(
+        Accounts(db),
+        Games(db),
+        settings.host,
+        settings.port,
+        settings.limits,
+        settings.command_threads,
+        tls,
+        settings.tls_port,
+    )
     try:
-        address = await reactor.start()
+        listeners = await reactor.start()
     except OSError as e:
-        return _cannot_listen(args, e)
+        log.error("cannot listen on %s: %s", settings.host, e.strerror or e)
+        return 1
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, _stop_reactor, reactor, signum)
-    _listening(*address)
+        loop.add_signal_handler(signum, _stop, reactor, signum)
+    for kind, host, port in listeners:
+        if kind == "tls":
+            log.info("ajedrez %s listening with TLS on %s:%d", __version__, host, port)
+        else:
+            log.info("ajedrez %s listening on %s:%d", __version__, host, port)
+            if not _is_loopback(host):
+                log.warning(
+                    "passwords cross the network in clear on %s:%d; give clients the TLS "
+                    "listener (--tls-cert, --tls-key, --tls-port) instead",
+                    host,
+                    port,
+                )
     await reactor.serve_until_stopped()
     return 0
 
 
-def _stop_reactor(reactor: Reactor, signum: int) -> None:
+def _stop(reactor: Reactor, signum: int) -> None:
     log.info("received %s, stopping", signal.Signals(signum).name)
     reactor.stop()
 
 
-def _listening(host: str, port: int) -> None:
-    log.info("ajedrez %s listening on %s:%d", __version__, host, port)
-
-
-def _cannot_listen(args: argparse.Namespace, e: OSError) -> int:
-    log.error("cannot listen on %s:%s: %s", args.host, args.port, e.strerror or e)
-    return 1
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def _one_line(e: BaseException) -> str:

@@ -17,6 +17,7 @@ from .commands import PRE_LOGIN, SPECS, help_text, lookup, parse_args
 from .errors import Failure, StorageError, TransientStorageError
 from .service import Accounts, Caller, Games
 from .service.games import MoveRecord
+from .throttle import LoginThrottle
 from .values import format_fecha, format_partida
 from .wire import LineError, encode_records, encode_reply, parse_line
 
@@ -34,10 +35,19 @@ class Outcome:
 
 
 class Session:
-    def __init__(self, accounts: Accounts, games: Games, peer: str = "-") -> None:
+    def __init__(
+        self,
+        accounts: Accounts,
+        games: Games,
+        peer: str = "-",
+        address: str = "-",
+        throttle: LoginThrottle | None = None,
+    ) -> None:
         self.accounts = accounts
         self.games = games
-        self.peer = peer
+        self.peer = peer  # "host:port", for logs
+        self.address = address  # the client's host alone, for the login throttle
+        self.throttle = throttle
         self.pending_user: str | None = None
         self.caller: Caller | None = None
         self._handlers: dict[str, Callable[..., Outcome]] = {
@@ -86,6 +96,17 @@ class Session:
             except TransientStorageError as e:
                 log.info("retrying %s for %s after: %s", name, self.who(), e)
         return self._handlers[name](*args)
+
+    def login_attempt(self, raw: bytes) -> str | None:
+        """The user name this line tries a password for, if it is such a PASS."""
+        if raw.startswith(b"PASS:") and self.pending_user and not self.logged_in:
+            return self.pending_user
+        return None
+
+    @staticmethod
+    def costs_a_hash(raw: bytes) -> bool:
+        """True for the commands that run the (deliberately slow) password hash."""
+        return raw[:5] in (b"PASS:", b"SUBS:", b"UNSU:")
 
     def overlong(self, limit: int) -> Outcome:
         return self._reply(Reply.F_LONGLINE, f"line longer than {limit} bytes; it was discarded")
@@ -136,9 +157,13 @@ class Session:
             return self._reply(Reply.F_SEQ, "PASS must follow a successful USER", close=True)
         try:
             self.caller = self.accounts.login(self.pending_user, password)
-        except Failure:
+        except Failure as f:
             log.warning("failed login for %r from %s", self.pending_user, self.peer)
+            if self.throttle is not None and f.code == Reply.F_PASINV:
+                self.throttle.failed(self.address, self.pending_user)
             raise
+        if self.throttle is not None:
+            self.throttle.succeeded(self.address, self.caller.name)
         log.info("login %s", self.who())
         return self._reply(Reply.S_PASSWD, self.caller.name)
 

@@ -400,6 +400,9 @@ def server_extra_args(args: argparse.Namespace) -> list[str]:
     extra = list(args.server_arg)
     if args.max_connections is not None:
         extra += ["--max-connections", str(args.max_connections)]
+    # Every player connects from this one address; lift the per-address cap above them.
+    if not any(a.startswith("--max-connections-per-address") for a in extra):
+        extra += ["--max-connections-per-address", str(args.clients + 10)]
     return extra
 
 

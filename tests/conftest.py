@@ -121,9 +121,6 @@ def start_server(
         "0",
         *extra,
     ]
-    # Runs the whole suite on another transport, e.g. AJEDREZ_TEST_TRANSPORT=asyncio.
-    if os.environ.get("AJEDREZ_TEST_TRANSPORT"):
-        cmd += ["--transport", os.environ["AJEDREZ_TEST_TRANSPORT"]]
     proc = subprocess.Popen(
         cmd,
         cwd=ROOT,

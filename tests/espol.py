@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 from dataclasses import dataclass
 
@@ -28,9 +29,12 @@ class Closed(Exception):
 
 
 class Conn:
-    def __init__(self, host: str, port: int, timeout: float = 20.0) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def __init__(
+        self, host: str, port: int, timeout: float = 20.0, tls: ssl.SSLContext | None = None
+    ) -> None:
+        raw = socket.create_connection((host, port), timeout=timeout)
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = tls.wrap_socket(raw, server_hostname=host) if tls else raw
         self._buf = b""
 
     def close(self) -> None:

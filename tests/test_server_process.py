@@ -109,6 +109,8 @@ def test_idle_logged_in_connection_is_closed(idle_server, new_user):
 def test_partial_line_does_not_keep_a_connection_alive_forever(idle_server):
     with idle_server.connect() as c:
         c.send_raw(b"HELP")
+        r = c.reply()
+        assert r.code == 809 and "not finished" in r.text
         assert c.is_closed(timeout=15)
 
 

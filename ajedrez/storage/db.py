@@ -37,7 +37,7 @@ from sqlalchemy.engine import URL
 
 from ..errors import StorageError, TransientStorageError
 
-SQLITE_BUSY_TIMEOUT_MS = 10_000
+SQLITE_BUSY_TIMEOUT = 10.0  # seconds
 # Arbitrary but fixed: the advisory-lock key that orders writers against sync reads.
 SYNC_LOCK_KEY = 0x41_6A_65_64  # "Ajed"
 
@@ -86,9 +86,17 @@ def resolve_url(cli_value: str | None) -> str:
 
 
 class Database:
-    def __init__(self, url: str | URL, *, pool_size: int = 20, create: bool = True) -> None:
+    def __init__(
+        self,
+        url: str | URL,
+        *,
+        pool_size: int = 20,
+        create: bool = True,
+        busy_timeout: float = SQLITE_BUSY_TIMEOUT,
+    ) -> None:
         """``create=False`` refuses a SQLite file that does not exist yet."""
         self.url = make_url(url)
+        self.busy_timeout_ms = int(busy_timeout * 1000)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         self._write_lock = threading.Lock()
         if self.is_sqlite:
@@ -97,7 +105,7 @@ class Database:
             # and must never then queue for one behind readers (SQLite connections are
             # cheap; the transport bounds how many commands run at once).
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=-1)
-            self._install_sqlite_hooks(self.engine)
+            self._install_sqlite_hooks(self.engine, self.busy_timeout_ms)
         else:
             self.engine = create_engine(
                 self.url, pool_size=pool_size, max_overflow=pool_size // 2, pool_pre_ping=True
@@ -112,13 +120,13 @@ class Database:
             path.parent.mkdir(parents=True, exist_ok=True)
 
     @staticmethod
-    def _install_sqlite_hooks(engine: Engine) -> None:
+    def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int) -> None:
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
             # Take BEGIN out of pysqlite's hands; the "begin" hook below emits our own.
             dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
-            cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cur.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
             cur.execute("PRAGMA journal_mode = WAL")
             cur.execute("PRAGMA synchronous = FULL")
             cur.execute("PRAGMA foreign_keys = ON")

@@ -1,0 +1,152 @@
+"""Every server setting in one place: defaults, the TOML file, and the command line.
+
+Precedence: command line over ``--config`` file over ``AJEDREZ_DATABASE_URL`` (database
+URL only) over the defaults below. ``docs/operations.md`` lists them all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .wire import MAX_LINE
+
+DEFAULT_PORT = 1995  # the year of ESPOL 2.0; above 1024 so no privileges are needed
+DEFAULT_HOST = "127.0.0.1"
+# The longest valid line a client can send before login is a SUBS with a 32-character
+# name, a 128-character password and a 200-character comment in 4-byte UTF-8: 1,351 bytes.
+MAX_LINE_BEFORE_LOGIN = 1400
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one client may cost the server; each limit's effect is in docs/security.md."""
+
+    max_connections: int = 1000
+    max_connections_per_address: int = 32
+    idle_timeout: float = 1800.0  # seconds without a byte from the client
+    request_deadline: float = 30.0  # seconds to finish a line once its first byte came
+    max_line_before_login: int = MAX_LINE_BEFORE_LOGIN
+    max_line: int = MAX_LINE  # after login
+    stop_grace: float = 10.0  # seconds commands in progress get to finish at shutdown
+    login_delay_base: float = 2.0  # the delay after the first failed PASS; doubles after
+    login_delay_max: float = 15.0
+    login_forget_after: float = 900.0  # seconds after the last failure a record is dropped
+    max_password_checks: int = 4  # argon2 verifications running at once (19 MiB each)
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str | None = None
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    tls_port: int | None = None  # a TLS listener on this port when tls_cert/tls_key are set
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    transport: str = "asyncio"
+    command_threads: int = 16
+    log_level: str = "INFO"
+    sqlite_busy_timeout: float = 10.0
+    limits: Limits = Limits()
+
+
+_LIMIT_NAMES = {f.name for f in fields(Limits)}
+_SETTING_NAMES = {f.name for f in fields(Settings)} - {"limits"}
+
+
+class SettingsError(Exception):
+    pass
+
+
+def load(path: str | None, overrides: dict[str, Any]) -> Settings:
+    """Defaults, then the TOML file (if any), then ``overrides`` (the command line; None
+    values mean "not given")."""
+    values: dict[str, Any] = {}
+    if path:
+        try:
+            values = tomllib.loads(Path(path).read_text())
+        except OSError as e:
+            raise SettingsError(f"cannot read {path}: {e.strerror or e}") from e
+        except tomllib.TOMLDecodeError as e:
+            raise SettingsError(f"{path} is not valid TOML: {e}") from e
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    unknown = set(values) - _SETTING_NAMES - _LIMIT_NAMES
+    if unknown:
+        raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    limits = _build(Limits(), {k: v for k, v in values.items() if k in _LIMIT_NAMES})
+    settings = _build(Settings(), {k: v for k, v in values.items() if k in _SETTING_NAMES})
+    if bool(settings.tls_cert) != bool(settings.tls_key):
+        raise SettingsError("tls_cert and tls_key go together")
+    return replace(settings, limits=limits)
+
+
+def _build(base: Any, values: dict[str, Any]) -> Any:
+    for f in fields(base):
+        if f.name not in values:
+            continue
+        value = values[f.name]
+        expected = type(getattr(base, f.name))
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if getattr(base, f.name) is not None and not isinstance(value, expected):
+            raise SettingsError(
+                f"setting {f.name} must be {expected.__name__}, not {type(value).__name__}"
+            )
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+            raise SettingsError(f"setting {f.name} must not be negative")
+        values[f.name] = value
+    return replace(base, **{k: v for k, v in values.items() if k in {f.name for f in fields(base)}})
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Command-line options for every setting; each defaults to None ("not given")."""
+    d, lim = Settings(), Limits()
+    p.add_argument("--config", help="TOML file with any of the settings below")
+    p.add_argument(
+        "--database-url",
+        help="SQLAlchemy URL (default: $AJEDREZ_DATABASE_URL, "
+        "else ~/.local/share/ajedrez/ajedrez.sqlite3 under $XDG_DATA_HOME)",
+    )
+    p.add_argument("--host", help=f"address to listen on ({d.host})")
+    p.add_argument("--port", type=int, help=f"TCP port ({d.port}; 0 = any free)")
+    p.add_argument("--tls-port", type=int, help="TLS listener port (needs --tls-cert/--tls-key)")
+    p.add_argument("--tls-cert", help="PEM certificate chain for the TLS listener")
+    p.add_argument("--tls-key", help="PEM private key for the TLS listener")
+    p.add_argument(
+        "--transport",
+        choices=["asyncio", "threads"],
+        help=f"asyncio: one event loop, a thread pool for commands; threads: one "
+        f"thread per connection ({d.transport}; see docs/performance.md)",
+    )
+    p.add_argument(
+        "--command-threads",
+        type=int,
+        help=f"with asyncio: commands running at once ({d.command_threads})",
+    )
+    p.add_argument(
+        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help=f"({d.log_level})"
+    )
+    p.add_argument(
+        "--sqlite-busy-timeout",
+        type=float,
+        help=f"seconds a SQLite writer waits for the lock ({d.sqlite_busy_timeout:g})",
+    )
+    for name, text in (
+        ("max_connections", "connections served at once"),
+        ("max_connections_per_address", "connections from one client address"),
+        ("idle_timeout", "seconds of client silence before the connection closes"),
+        ("request_deadline", "seconds to complete a line once it has begun"),
+        ("max_line_before_login", "bytes in a line before login"),
+        ("max_line", "bytes in a line after login"),
+        ("stop_grace", "seconds commands in progress get at shutdown"),
+        ("login_delay_base", "seconds of delay after a first failed PASS"),
+        ("login_delay_max", "longest delay after failed PASS"),
+        ("login_forget_after", "seconds after which failed logins are forgotten"),
+        ("max_password_checks", "password verifications running at once"),
+    ):
+        default = getattr(lim, name)
+        kind = type(default)
+        p.add_argument("--" + name.replace("_", "-"), type=kind, help=f"{text} ({default:g})")

@@ -1,0 +1,361 @@
+"""Hardening of the transport: limits, login throttling, TLS, settings file.
+
+Each test starts a server with the limit made small, so that hitting it is quick, and
+checks the documented reply or close and the log line.
+"""
+
+from __future__ import annotations
+
+import re
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ajedrez.settings import Limits, Settings, SettingsError, load
+from ajedrez.throttle import LoginThrottle
+from tests.conftest import PASSWORD, ROOT, start_server, wait_for
+from tests.espol import Conn
+
+# -- settings ----------------------------------------------------------------------------
+
+
+def test_settings_precedence_command_line_over_file_over_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "ajedrez.toml"
+    path.write_text('port = 2000\nhost = "0.0.0.0"\nidle_timeout = 60\nmax_line = 4000\n')
+    s = load(str(path), {"port": 2001, "host": None})
+    assert (s.port, s.host) == (2001, "0.0.0.0")
+    assert s.limits.idle_timeout == 60.0 and s.limits.max_line == 4000
+    assert s.limits.request_deadline == Limits().request_deadline
+    assert load(None, {}) == Settings()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("colour = 3\n", "unknown setting"),
+        ("port = 'x'\n", "must be int"),
+        ("idle_timeout = -1\n", "must not be negative"),
+        ("port = \n", "not valid TOML"),
+        ('tls_cert = "a.pem"\n', "go together"),
+    ],
+)
+def test_bad_settings_file_is_refused(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(SettingsError, match=message):
+        load(str(path), {})
+
+
+def test_server_refuses_a_bad_config_file_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("colour = 3\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "ajedrez", "--config", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == ["ajedrez-server: unknown setting(s): colour"]
+
+
+def test_server_reads_its_config_file(tmp_path: Path, database_url: str) -> None:
+    path = tmp_path / "ajedrez.toml"
+    path.write_text("max_connections_per_address = 1\n")
+    srv = start_server(database_url, "--config", str(path))
+    try:
+        with srv.connect() as first, srv.connect() as second:
+            assert first.cmd("HELP:QUIT").code == 110
+            assert second.reply().code == 810
+    finally:
+        assert srv.stop() == 0
+
+
+# -- connection limits -------------------------------------------------------------------
+
+
+def test_connections_per_address_are_capped(database_url: str) -> None:
+    srv = start_server(database_url, "--max-connections-per-address", "2")
+    try:
+        a, b = srv.connect(), srv.connect()
+        with srv.connect() as third:
+            r = third.reply()
+            assert r.code == 810 and "too many connections from your address" in r.text
+            assert third.is_closed()
+        for c in (a, b):
+            assert c.cmd("HELP:QUIT").code == 110
+        a.close()
+
+        # Once the server has noticed the close, the address has a free place again.
+        def fourth_served() -> bool:
+            with srv.connect() as c:
+                c.send("HELP:QUIT")
+                return c.reply().code == 110
+
+        assert wait_for(fourth_served)
+        b.close()
+        assert "too many connections from your address" in srv.log_text()
+    finally:
+        srv.stop()
+
+
+def test_a_trickled_line_meets_the_request_deadline(database_url: str) -> None:
+    srv = start_server(database_url, "--request-deadline", "1.5", "--idle-timeout", "30")
+    try:
+        with srv.connect() as c:
+            started = time.monotonic()
+            closed_by_server = False
+            for byte in b"HELP:JGDA":  # one byte every 0.4 s: never idle, never finished
+                try:
+                    c.send_raw(bytes([byte]))
+                except OSError:
+                    closed_by_server = True
+                    break
+                time.sleep(0.4)
+            r = c.reply()
+            assert r.code == 809 and "not finished" in r.text
+            assert c.is_closed()
+            assert closed_by_server or time.monotonic() - started < 30
+        assert "a line was not finished in time" in srv.log_text()
+    finally:
+        srv.stop()
+
+
+def test_line_limit_is_smaller_before_login(database_url: str, new_user) -> None:  # type: ignore[no-untyped-def]
+    name = new_user()
+    srv = start_server(database_url)
+    try:
+        before, after = Limits().max_line_before_login, Limits().max_line
+        assert before < after
+        with srv.connect() as c:
+            c.send_raw(b"HELP:" + b"x" * (before + 1 - 5) + b"\r\n")
+            r = c.reply()
+            assert r.code == 803 and str(before) in r.text
+            assert c.cmd(f"USER:{name}").code == 101
+            assert c.cmd(f"PASS:{PASSWORD}").code == 102
+            line = b"JAUT:" + b"1" * (before + 100 - 5)  # too long before login, fine after
+            c.send_raw(line + b"\r\n")
+            assert c.reply().code == 802  # malformed fecha, but read as a line
+    finally:
+        srv.stop()
+
+
+# -- login throttling --------------------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_throttle_delays_grow_and_cap() -> None:
+    clock = FakeClock()
+    t = LoginThrottle(base=2, maximum=15, forget_after=900, clock=clock)
+    assert t.reserve("1.2.3.4", "ana") == 0
+    waits = []
+    for _ in range(6):
+        t.failed("1.2.3.4", "ana")
+        wait = t.reserve("1.2.3.4", "ana")
+        waits.append(wait)
+        clock.now += wait  # the attempt happens when allowed, and fails again
+    assert waits == [2, 4, 8, 15, 15, 15]
+
+
+def test_throttle_reservations_serialise_parallel_attempts() -> None:
+    clock = FakeClock()
+    t = LoginThrottle(base=2, maximum=15, clock=clock)
+    t.failed("1.2.3.4", "ana")
+    assert [t.reserve("1.2.3.4", f"user{i}") for i in range(4)] == [2, 4, 6, 8]
+
+
+def test_throttle_is_per_address_and_per_user() -> None:
+    clock = FakeClock()
+    t = LoginThrottle(base=2, maximum=15, clock=clock)
+    t.failed("1.2.3.4", "ana")
+    assert t.reserve("5.6.7.8", "bob") == 0  # another address, another user
+    assert t.reserve("5.6.7.8", "ana") == 2  # another address, same user
+    assert t.reserve("1.2.3.4", "bob") == 2  # same address, another user
+
+
+def test_success_and_time_clear_the_throttle() -> None:
+    clock = FakeClock()
+    t = LoginThrottle(base=2, maximum=15, forget_after=900, clock=clock)
+    t.failed("1.2.3.4", "ana")
+    t.succeeded("9.9.9.9", "ana")  # the real user logs in from elsewhere
+    assert t.reserve("9.9.9.9", "ana") == 0
+    t.failed("1.2.3.4", "bob")
+    clock.now += 901
+    assert t.reserve("1.2.3.4", "bob") == 0
+    assert len(t) == 0
+
+
+def _failed_login(srv, name: str) -> float:  # type: ignore[no-untyped-def]
+    """Seconds from sending a wrong PASS to its reply."""
+    with srv.connect() as c:
+        assert c.cmd(f"USER:{name}").code == 101
+        started = time.monotonic()
+        assert c.cmd("PASS:wrong guess").code == 815
+        return time.monotonic() - started
+
+
+def test_failed_logins_are_delayed_over_tcp(database_url: str, new_user) -> None:  # type: ignore[no-untyped-def]
+    name = new_user()
+    srv = start_server(database_url, "--login-delay-base", "0.6", "--login-delay-max", "1.2")
+    try:
+        _failed_login(srv, name)
+        second = _failed_login(srv, name)
+        third = _failed_login(srv, name)
+        assert second >= 0.55 and third >= 1.15  # 0.6 s, then 1.2 s (the cap)
+        assert "delaying a login of" in srv.log_text()
+        with srv.connect() as c:  # the right password still works, after the delay
+            assert c.cmd(f"USER:{name}").code == 101
+            assert c.cmd(f"PASS:{PASSWORD}").code == 102
+        assert _failed_login(srv, name) < 0.55  # a success cleared the record
+    finally:
+        srv.stop()
+
+
+def test_waiting_attackers_hold_no_threads(database_url: str, new_user) -> None:  # type: ignore[no-untyped-def]
+    name = new_user()
+    srv = start_server(
+        database_url, "--login-delay-base", "5", "--max-connections-per-address", "100"
+    )
+    try:
+        _failed_login(srv, name)
+        conns = [srv.connect() for _ in range(40)]
+        for c in conns:
+            c.send(f"USER:{name}")
+            c.reply()
+            c.send("PASS:still wrong")  # each now waits its turn, 5 s apart
+        time.sleep(1)
+        threads = len(list(Path(f"/proc/{srv.proc.pid}/task").iterdir()))
+        assert threads < 40, threads  # the 40 waiters are timers, not threads
+        with srv.connect() as other:  # the server goes on serving others meanwhile
+            assert other.cmd("HELP:QUIT").code == 110
+        for c in conns:
+            c.close()
+    finally:
+        srv.stop()
+
+
+# -- TLS ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = d / "cert.pem", d / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def _tls_port(srv) -> int:  # type: ignore[no-untyped-def]
+    assert wait_for(lambda: "listening with TLS on" in srv.log_text())
+    m = re.search(r"listening with TLS on \S+:(\d+)", srv.log_text())
+    assert m
+    return int(m.group(1))
+
+
+def test_tls_listener_serves_the_protocol(database_url, new_user, certificate) -> None:  # type: ignore[no-untyped-def]
+    cert, key = certificate
+    name = new_user()
+    srv = start_server(
+        database_url, "--tls-cert", str(cert), "--tls-key", str(key), "--tls-port", "0"
+    )
+    try:
+        context = ssl.create_default_context(cafile=str(cert))
+        with Conn(srv.host, _tls_port(srv), tls=context) as c:
+            assert c.sock.version() in ("TLSv1.2", "TLSv1.3")
+            assert c.cmd(f"USER:{name}").code == 101
+            assert c.cmd(f"PASS:{PASSWORD}").code == 102
+            assert c.cmd("JAUT:99999999999").code == 201
+        with srv.connect() as plain:  # the clear listener goes on as well
+            assert plain.cmd("HELP:QUIT").code == 110
+    finally:
+        assert srv.stop() == 0
+
+
+def test_tls_listener_refuses_a_clear_text_client(database_url, certificate) -> None:  # type: ignore[no-untyped-def]
+    cert, key = certificate
+    srv = start_server(
+        database_url, "--tls-cert", str(cert), "--tls-key", str(key), "--tls-port", "0"
+    )
+    try:
+        with Conn(srv.host, _tls_port(srv), timeout=15) as c:
+            c.send("HELP")
+            assert c.is_closed(timeout=15)
+        with srv.connect() as plain:
+            assert plain.cmd("HELP:QUIT").code == 110
+    finally:
+        srv.stop()
+
+
+def test_clear_text_on_a_public_address_is_warned_about(database_url) -> None:  # type: ignore[no-untyped-def]
+    srv = start_server(database_url, "--host", "0.0.0.0")
+    try:
+        assert wait_for(lambda: "passwords cross the network in clear" in srv.log_text())
+    finally:
+        srv.stop()
+    loopback = start_server(database_url)
+    try:
+        with loopback.connect() as c:  # by now every start-up line has been logged
+            assert c.cmd("HELP:QUIT").code == 110
+        assert "in clear" not in loopback.log_text()
+    finally:
+        loopback.stop()
+
+
+def test_a_vanishing_tls_client_does_not_hurt_others(database_url, certificate) -> None:  # type: ignore[no-untyped-def]
+    cert, key = certificate
+    srv = start_server(
+        database_url, "--tls-cert", str(cert), "--tls-key", str(key), "--tls-port", "0"
+    )
+    try:
+        port = _tls_port(srv)
+        stalled = [Conn(srv.host, port, timeout=5) for _ in range(5)]  # no handshake
+        half = Conn(srv.host, port, timeout=5)
+        half.send_raw(b"\x16\x03\x01\x02\x00\x01")  # the start of a ClientHello, then nothing
+        done = threading.Event()
+
+        def talk() -> None:
+            context = ssl.create_default_context(cafile=str(cert))
+            with Conn(srv.host, port, tls=context) as c:
+                assert c.cmd("HELP:QUIT").code == 110
+            done.set()
+
+        threading.Thread(target=talk, daemon=True).start()
+        assert done.wait(20)
+        for c in [*stalled, half]:
+            c.close()
+    finally:
+        srv.stop()
