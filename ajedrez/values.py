@@ -66,6 +66,8 @@ def jugada(value: str) -> str:
         raise ValueError(
             f"invalid move '{_show(value)}': from-square then to-square, lowercase, like e2e4"
         )
+    if value[:2] == value[2:]:
+        raise ValueError(f"invalid move '{value}': the from-square and to-square are the same")
     return value
 
 

@@ -415,7 +415,9 @@ class Games:
             node = node.add_variation(move)
         if row.end_reason:
             node.comment = row.end_reason
-        return str(game) + "\n"
+        # Wrapped at 80 columns, as the PGN standard recommends: PGNX sends the text in
+        # lines, and an unwrapped movetext of a long game would not fit in one reply.
+        return game.accept(chess.pgn.StringExporter(columns=80)) + "\n"
 
     def list_all(self) -> list[GameListing]:
         with self.db.read() as conn:
@@ -615,6 +617,15 @@ def _check_move(board: chess.Board, jugada: str, posicion: str, promocion: int) 
             Reply.F_MISMATCH, f"{jugada} promotes no pawn: promocion must be 0, got {promocion}"
         )
     move = _as_move(jugada, promocion)
+    if board.is_castling(move) and abs(base.to_square - base.from_square) != 2:
+        # python-chess also reads "king takes own rook" (e1h1) as castling, its Chess960
+        # spelling; the protocol's castling is the king's own move (e1g1), as SPAR returns.
+        king_to = "g" if base.to_square > base.from_square else "c"
+        raise Failure(
+            Reply.F_ILLEGAL,
+            f"illegal move {jugada}: castling is written as the king's move, "
+            f"{jugada[:2]}{king_to}{jugada[1]}",
+        )
     if not board.is_legal(move):
         if board.is_pseudo_legal(move):
             why = "it would leave your king in check"
