@@ -18,7 +18,7 @@ MAX_PLY = 100_000  # far beyond any legal game (the 75-move rule ends one long b
 def usuario(value: str) -> str:
     if not _USUARIO.fullmatch(value):
         raise ValueError(
-            f"invalid user name '{_show(value)}': 1-32 characters of A-Z a-z 0-9 _ . -"
+            f"invalid user name '{shown(value)}': 1-32 characters of A-Z a-z 0-9 _ . -"
         )
     return value
 
@@ -37,7 +37,7 @@ def comentario(value: str) -> str:
 
 def fecha(value: str) -> int:
     if not (1 <= len(value) <= FECHA_WIDTH and _DIGITS.fullmatch(value)):
-        raise ValueError(f"invalid fecha '{_show(value)}': 1-11 digits (seconds since 1970)")
+        raise ValueError(f"invalid fecha '{shown(value)}': 1-11 digits (seconds since 1970)")
     return int(value)
 
 
@@ -47,7 +47,7 @@ def format_fecha(seconds: int) -> str:
 
 def partida(value: str) -> int:
     if not _PARTIDA.fullmatch(value):
-        raise ValueError(f"invalid game id '{_show(value)}': P followed by 7 digits")
+        raise ValueError(f"invalid game id '{shown(value)}': P followed by 7 digits")
     return int(value[1:])
 
 
@@ -57,14 +57,14 @@ def format_partida(game_id: int) -> str:
 
 def ply(value: str) -> int:
     if not (_DIGITS.fullmatch(value) and len(value) <= 6 and int(value) <= MAX_PLY):
-        raise ValueError(f"invalid move number '{_show(value)}': a number from 0")
+        raise ValueError(f"invalid move number '{shown(value)}': a number from 0")
     return int(value)
 
 
 def jugada(value: str) -> str:
     if not _JUGADA.fullmatch(value):
         raise ValueError(
-            f"invalid move '{_show(value)}': from-square then to-square, lowercase, like e2e4"
+            f"invalid move '{shown(value)}': from-square then to-square, lowercase, like e2e4"
         )
     if value[:2] == value[2:]:
         raise ValueError(f"invalid move '{value}': the from-square and to-square are the same")
@@ -73,42 +73,43 @@ def jugada(value: str) -> str:
 
 def reverso(value: str) -> int:
     if value not in ("0", "1"):
-        raise ValueError(f"invalid reverso '{_show(value)}': 0 or 1")
+        raise ValueError(f"invalid reverso '{shown(value)}': 0 or 1")
     return int(value)
 
 
 def posicion(value: str) -> str:
     if not (_POSICION.fullmatch(value) and int(value[:2]) < 64 and int(value[2:]) < 64):
-        raise ValueError(f"invalid posicion '{_show(value)}': two squares 00-63 (a1=00 ... h8=63)")
+        raise ValueError(f"invalid posicion '{shown(value)}': two squares 00-63 (a1=00 ... h8=63)")
     return value
 
 
 def promocion(value: str) -> int:
     if value not in ("0", "2", "3", "4", "5"):
         raise ValueError(
-            f"invalid promocion '{_show(value)}': 0 none, 2 knight, 3 bishop, 4 rook, 5 queen"
+            f"invalid promocion '{shown(value)}': 0 none, 2 knight, 3 bishop, 4 rook, 5 queen"
         )
     return int(value)
 
 
 def color(value: str) -> str:
     if value not in ("B", "N"):
-        raise ValueError(f"invalid colour '{_show(value)}': B (white) or N (black)")
+        raise ValueError(f"invalid colour '{shown(value)}': B (white) or N (black)")
     return value
 
 
 def yes_no(value: str) -> bool:
     if value not in ("S", "N"):
-        raise ValueError(f"invalid answer '{_show(value)}': S (accept) or N (decline)")
+        raise ValueError(f"invalid answer '{shown(value)}': S (accept) or N (decline)")
     return value == "S"
 
 
 def help_topic(value: str) -> str:
     if value and not (len(value) == 4 and value.isascii() and value.isalpha()):
-        raise ValueError(f"invalid command name '{_show(value)}'")
+        raise ValueError(f"invalid command name '{shown(value)}'")
     return value
 
 
-def _show(value: str) -> str:
+def shown(value: str) -> str:
+    """A client-supplied value fit for a one-line reason: no control characters, short."""
     cleaned = "".join(c if c.isprintable() else "?" for c in value)
     return cleaned if len(cleaned) <= 40 else cleaned[:40] + "..."

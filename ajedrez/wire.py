@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from .codes import Reply
+from .values import shown
 
 MAX_DATA = 4096
 # The longest valid line (SUBS with a 32-character name, a 128-character password and a
@@ -88,9 +89,9 @@ def parse_line(raw: bytes) -> Line:
         raise LineError(Reply.F_ENCODING, f"line is not valid UTF-8 (byte {e.start})") from e
     code, sep, rest = text.partition(":")
     if not (len(code) == 4 and code.isascii() and code.isalpha()):
-        shown = code if len(code) <= 16 else code[:16] + "..."
         raise LineError(
-            Reply.F_CMDINV, f"'{shown}' is not a command: expected four letters such as USER"
+            Reply.F_CMDINV,
+            f"'{shown(code)}' is not a command: expected four letters such as USER",
         )
     return Line(code, rest.split(":") if sep else [])
 
