@@ -4,6 +4,7 @@ with a reason a person can act on."""
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _USUARIO = re.compile(r"[A-Za-z0-9_.\-]{1,32}")
 _PARTIDA = re.compile(r"P[0-9]{7}")
@@ -30,8 +31,14 @@ def password(value: str) -> str:
 
 
 def comentario(value: str) -> str:
-    if len(value) > 200 or any(c in value for c in _FORBIDDEN):
-        raise ValueError("invalid comment: at most 200 characters, none of them ':', CR or LF")
+    # Beyond the contract's ':', CR and LF, no control character either: a NUL cannot be
+    # stored in a PostgreSQL text column, and the others would garble the admin's listings.
+    if len(value) > 200 or any(
+        c in _FORBIDDEN or (unicodedata.category(c) == "Cc" and c != "\t") for c in value
+    ):
+        raise ValueError(
+            "invalid comment: at most 200 characters, no ':', CR, LF or other control character"
+        )
     return value
 
 

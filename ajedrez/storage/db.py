@@ -104,11 +104,18 @@ class Database:
             # Unbounded overflow: a writer takes the process write lock before a connection,
             # and must never then queue for one behind readers (SQLite connections are
             # cheap; the transport bounds how many commands run at once).
-            self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=-1)
+            self.engine = create_engine(
+                self.url, pool_size=pool_size, max_overflow=-1, hide_parameters=True
+            )
             self._install_sqlite_hooks(self.engine, self.busy_timeout_ms)
         else:
             self.engine = create_engine(
-                self.url, pool_size=pool_size, max_overflow=pool_size // 2, pool_pre_ping=True
+                self.url,
+                pool_size=pool_size,
+                max_overflow=pool_size // 2,
+                pool_pre_ping=True,
+                # Error messages and logs never carry SQL parameters (hashes, names).
+                hide_parameters=True,
             )
 
     def _prepare_sqlite_path(self, create: bool) -> None:
