@@ -31,7 +31,15 @@ from sqlalchemy import bindparam, text
 from tests.conftest import PASSWORD, ServerProcess, start_server, unique_name
 from tests.espol import Closed, Conn, Reply
 from tests.hardening_support import ask, log_in, sqlite_path, stored_move
-from tests.play_support import PID, jgda, jugada, posicion, promocion, since_answer
+from tests.play_support import (
+    PID,
+    jgda,
+    jugada,
+    move_rows,
+    posicion,
+    promocion,
+    since_answer,
+)
 
 KILLS = int(os.environ.get("AJEDREZ_CRASH_KILLS", "24"))  # plus the final one
 PAIRS = 6  # client threads, each playing one game at a time between its two users
@@ -349,7 +357,7 @@ def test_acknowledged_moves_survive_sigkill(database_url, db, accounts):
         first = pairs[0]
         with log_in(srv.host, srv.port, first.white, PASSWORD) as conn:
             for pid in sorted(first.stats.games)[-3:]:
-                rows = _move_rows(db, int(pid[1:]))
+                rows = move_rows(db, pid)
                 conn.send(f"SPAR:{pid}:0")
                 parts = conn.replies()
                 got = [] if parts[0].code == 839 else [r for p in parts for r in p.text.split(",")]
@@ -383,20 +391,6 @@ def _check_clients(pairs: list[Pair]) -> None:
     assert not errors, "\n".join(errors)
 
 
-def _move_rows(db, game_id: int) -> list[tuple]:  # type: ignore[no-untyped-def]
-    with db.engine.connect() as c:
-        return [
-            tuple(r)
-            for r in c.execute(
-                text(
-                    "SELECT ply, jugada, reverso, posicion, promocion FROM moves "
-                    "WHERE game_id = :g ORDER BY ply"
-                ),
-                {"g": game_id},
-            )
-        ]
-
-
 def _games_of(db, name: str) -> set[int]:  # type: ignore[no-untyped-def]
     with db.engine.connect() as c:
         return set(
@@ -413,7 +407,7 @@ def _games_of(db, name: str) -> set[int]:  # type: ignore[no-untyped-def]
 def _check_acknowledged_stored(db, acked: list[Acked]) -> None:  # type: ignore[no-untyped-def]
     stored: set[tuple] = set()
     for gid in {a.game_id for a in acked}:
-        stored |= {(gid, *row) for row in _move_rows(db, gid)}
+        stored |= {(gid, *row) for row in move_rows(db, f"P{gid:07d}")}
     missing = [
         a
         for a in acked
@@ -434,7 +428,7 @@ def _check_games_replay(db, names: list[str]) -> set[int]:  # type: ignore[no-un
         ).all()
     assert games
     for gid, next_ply, status, winner, fen in games:
-        rows = _move_rows(db, gid)
+        rows = move_rows(db, f"P{gid:07d}")
         assert [r[0] for r in rows] == list(range(1, len(rows) + 1)), (gid, rows)
         assert next_ply == len(rows) + 1, (gid, next_ply, len(rows))
         board = chess.Board()
