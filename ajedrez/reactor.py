@@ -186,18 +186,21 @@ class Reactor:
                 buffer.max_line = lim.max_line if session.logged_in else lim.max_line_before_login
 
     async def _run(self, session: Session, line: bytes) -> Outcome:
-        loop = asyncio.get_running_loop()
         user = session.login_attempt(line)
         if user is not None:
             delay = self.throttle.reserve(session.address, user)
             if delay > 0:
                 log.info("delaying a login of %r from %s by %.1f s", user, session.peer, delay)
                 await asyncio.sleep(delay)  # waits on the loop: no thread is held
-        work = loop.run_in_executor(self._pool, session.handle_line, line)
         if session.costs_a_hash(line):
-            async with self._hashing:
-                # Shielded: a stop never abandons a command half-way in its thread.
-                return await asyncio.shield(work)
+            async with self._hashing:  # taken before the work is handed to a thread
+                return await self._in_thread(session, line)
+        return await self._in_thread(session, line)
+
+    async def _in_thread(self, session: Session, line: bytes) -> Outcome:
+        loop = asyncio.get_running_loop()
+        work = loop.run_in_executor(self._pool, session.handle_line, line)
+        # Shielded: a stop never abandons a command half-way in its thread.
         return await asyncio.shield(work)
 
     async def _timed_out(

@@ -359,3 +359,52 @@ def test_a_vanishing_tls_client_does_not_hurt_others(database_url, certificate) 
             c.close()
     finally:
         srv.stop()
+
+
+# -- the cap on password hashes ------------------------------------------------------------
+
+
+class CountingAccounts:
+    """Stands in for the account service: each SUBS "hashes" for 0.2 s."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most = 0
+        self.lock = threading.Lock()
+
+    def subscribe(self, name: str, password: str, comment: str) -> None:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(0.2)
+        with self.lock:
+            self.running -= 1
+
+
+def test_password_hashes_are_capped() -> None:
+    import asyncio
+
+    from ajedrez.reactor import Reactor
+
+    accounts = CountingAccounts()
+
+    async def scenario() -> list[bytes]:
+        limits = Limits(max_password_checks=2)
+        reactor = Reactor(accounts, None, "127.0.0.1", 0, limits, command_threads=16)  # type: ignore[arg-type]
+        (_, host, port), *_ = await reactor.start()
+
+        async def subscribe(i: int) -> bytes:
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(f"SUBS:cap{i}:secret:\r\n".encode())
+            header = await reader.readexactly(6)
+            writer.close()
+            return header
+
+        headers = await asyncio.gather(*(subscribe(i) for i in range(8)))
+        reactor.stop()
+        await reactor.serve_until_stopped()
+        return headers
+
+    headers = asyncio.run(scenario())
+    assert all(h[:3] == b"103" for h in headers), headers
+    assert accounts.most == 2  # 8 at once, 16 threads free, yet never more than 2 hashing
