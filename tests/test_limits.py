@@ -6,7 +6,6 @@ checks the documented reply or close and the log line.
 
 from __future__ import annotations
 
-import re
 import ssl
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import pytest
 
 from ajedrez.settings import Limits, Settings, SettingsError, load
 from ajedrez.throttle import LoginThrottle
-from tests.conftest import PASSWORD, ROOT, start_server, wait_for
+from tests.conftest import PASSWORD, ROOT, start_server, tls_port, wait_for
 from tests.espol import Conn
 
 # -- settings ----------------------------------------------------------------------------
@@ -250,51 +249,15 @@ def test_waiting_attackers_hold_no_threads(database_url: str, new_user) -> None:
 # -- TLS ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    d = tmp_path_factory.mktemp("tls")
-    cert, key = d / "cert.pem", d / "key.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
-
-
-def _tls_port(srv) -> int:  # type: ignore[no-untyped-def]
-    assert wait_for(lambda: "listening with TLS on" in srv.log_text())
-    m = re.search(r"listening with TLS on \S+:(\d+)", srv.log_text())
-    assert m
-    return int(m.group(1))
-
-
-def test_tls_listener_serves_the_protocol(database_url, new_user, certificate) -> None:  # type: ignore[no-untyped-def]
-    cert, key = certificate
+def test_tls_listener_serves_the_protocol(database_url, new_user, tls_certificate) -> None:  # type: ignore[no-untyped-def]
+    cert, key = tls_certificate
     name = new_user()
     srv = start_server(
         database_url, "--tls-cert", str(cert), "--tls-key", str(key), "--tls-port", "0"
     )
     try:
         context = ssl.create_default_context(cafile=str(cert))
-        with Conn(srv.host, _tls_port(srv), tls=context) as c:
+        with Conn(srv.host, tls_port(srv), tls=context) as c:
             assert c.sock.version() in ("TLSv1.2", "TLSv1.3")
             assert c.cmd(f"USER:{name}").code == 101
             assert c.cmd(f"PASS:{PASSWORD}").code == 102
@@ -305,13 +268,13 @@ def test_tls_listener_serves_the_protocol(database_url, new_user, certificate) -
         assert srv.stop() == 0
 
 
-def test_tls_listener_refuses_a_clear_text_client(database_url, certificate) -> None:  # type: ignore[no-untyped-def]
-    cert, key = certificate
+def test_tls_listener_refuses_a_clear_text_client(database_url, tls_certificate) -> None:  # type: ignore[no-untyped-def]
+    cert, key = tls_certificate
     srv = start_server(
         database_url, "--tls-cert", str(cert), "--tls-key", str(key), "--tls-port", "0"
     )
     try:
-        with Conn(srv.host, _tls_port(srv), timeout=15) as c:
+        with Conn(srv.host, tls_port(srv), timeout=15) as c:
             c.send("HELP")
             assert c.is_closed(timeout=15)
         with srv.connect() as plain:
@@ -335,13 +298,13 @@ def test_clear_text_on_a_public_address_is_warned_about(database_url) -> None:  
         loopback.stop()
 
 
-def test_a_vanishing_tls_client_does_not_hurt_others(database_url, certificate) -> None:  # type: ignore[no-untyped-def]
-    cert, key = certificate
+def test_a_vanishing_tls_client_does_not_hurt_others(database_url, tls_certificate) -> None:  # type: ignore[no-untyped-def]
+    cert, key = tls_certificate
     srv = start_server(
         database_url, "--tls-cert", str(cert), "--tls-key", str(key), "--tls-port", "0"
     )
     try:
-        port = _tls_port(srv)
+        port = tls_port(srv)
         stalled = [Conn(srv.host, port, timeout=5) for _ in range(5)]  # no handshake
         half = Conn(srv.host, port, timeout=5)
         half.send_raw(b"\x16\x03\x01\x02\x00\x01")  # the start of a ClientHello, then nothing
@@ -408,3 +371,24 @@ def test_password_hashes_are_capped() -> None:
     headers = asyncio.run(scenario())
     assert all(h[:3] == b"103" for h in headers), headers
     assert accounts.most == 2  # 8 at once, 16 threads free, yet never more than 2 hashing
+
+
+# -- graceful stop ---------------------------------------------------------------------------
+
+
+def test_sigterm_lets_a_command_in_progress_finish(database_url: str, new_user) -> None:  # type: ignore[no-untyped-def]
+    name = new_user()
+    srv = start_server(database_url, "--login-delay-base", "3")
+    _failed_login(srv, name)
+    with srv.connect() as busy, srv.connect() as idle:
+        assert idle.cmd("HELP:QUIT").code == 110
+        assert busy.cmd(f"USER:{name}").code == 101
+        busy.send(f"PASS:{PASSWORD}")  # in progress: waits 3 s for its throttle slot
+        time.sleep(0.5)
+        srv.proc.terminate()
+        assert idle.is_closed(timeout=2)  # idle sessions end at once
+        r = busy.reply()  # the command in progress still completes and answers
+        assert (r.code, r.text) == (102, name)
+        assert busy.is_closed(timeout=10)
+    assert srv.proc.wait(15) == 0
+    assert wait_for(lambda: "server stopped" in srv.log_text())

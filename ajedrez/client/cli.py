@@ -12,6 +12,7 @@ import argparse
 import getpass
 import os
 import sqlite3
+import ssl
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -143,6 +144,8 @@ class App:
                     config=self.args.config,
                     timeout=self.args.timeout,
                     env=self.env,
+                    tls=self.args.tls,
+                    tls_ca=self.args.tls_ca,
                 )
             except ConfigError as e:
                 raise CliError(str(e), EXIT_USAGE) from None
@@ -213,7 +216,13 @@ class App:
 
     def connect(self) -> Client:
         s = self.settings
-        return Client(s.host, s.port, timeout=s.timeout, trace=self.trace())
+        tls = None
+        if s.tls:
+            try:
+                tls = ssl.create_default_context(cafile=str(s.tls_ca) if s.tls_ca else None)
+            except (OSError, ssl.SSLError) as e:
+                raise CliError(f"cannot use the CA file {s.tls_ca}: {e}", EXIT_USAGE) from None
+        return Client(s.host, s.port, timeout=s.timeout, trace=self.trace(), tls=tls)
 
     @contextmanager
     def session(self) -> Iterator[Client]:
@@ -553,6 +562,10 @@ def cmd_config(app: App) -> int:
             values["user"] = app.args.user
         if app.args.data_dir:
             values["data_dir"] = str(s.data_dir)
+        if app.args.tls or app.args.tls_ca:
+            values["tls"] = True
+        if app.args.tls_ca:
+            values["tls_ca"] = str(s.tls_ca)
         if not values:
             raise CliError("nothing to save: give --server, --user or --data-dir", EXIT_USAGE)
         save_config(s.config_path, values)
@@ -561,6 +574,7 @@ def cmd_config(app: App) -> int:
     app.say(f"server:      {s.server}")
     app.say(f"user:        {s.user or '(not set)'}")
     app.say(f"data dir:    {s.data_dir}")
+    app.say(f"tls:         {'yes' if s.tls else 'no'}{f' (CA {s.tls_ca})' if s.tls_ca else ''}")
     if s.user:
         app.say(f"local data:  {app.cache_file}")
     return EXIT_OK
@@ -875,6 +889,19 @@ def _global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
         metavar="SECONDS",
         default=d(None),
         help="network timeout (default 30)",
+    )
+    g.add_argument(
+        "--tls",
+        action="store_true",
+        default=d(None),
+        help="connect to the server's TLS listener (give its port in --server)",
+    )
+    g.add_argument(
+        "--tls-ca",
+        metavar="FILE",
+        default=d(None),
+        help="CA certificate(s) to verify the server with (implies --tls; default: the "
+        "system's trusted CAs)",
     )
     g.add_argument(
         "--verbose",

@@ -20,7 +20,7 @@ from .protocol import DEFAULT_PORT
 
 APP = "ajedrez"
 DEFAULT_HOST = "127.0.0.1"
-CONFIG_KEYS = ("server", "user", "data_dir", "timeout")
+CONFIG_KEYS = ("server", "user", "data_dir", "timeout", "tls", "tls_ca")
 
 
 class ConfigError(Exception):
@@ -35,6 +35,8 @@ class Settings:
     data_dir: Path
     config_path: Path
     timeout: float
+    tls: bool = False  # connect to the server's TLS listener
+    tls_ca: Path | None = None  # CA file to verify it with (default: the system's)
 
     @property
     def server(self) -> str:
@@ -76,7 +78,9 @@ def save_config(path: Path, values: Mapping[str, object]) -> None:
     for key in CONFIG_KEYS:
         if key in current:
             value = current[key]
-            if isinstance(value, int | float) and not isinstance(value, bool):
+            if isinstance(value, bool):
+                lines.append(f"{key} = {'true' if value else 'false'}")
+            elif isinstance(value, int | float):
                 lines.append(f"{key} = {value}")
             else:
                 text = str(value).replace("\\", "\\\\").replace('"', '\\"')
@@ -112,6 +116,8 @@ def resolve(
     config: str | None,
     timeout: float | None,
     env: Mapping[str, str],
+    tls: bool | None = None,
+    tls_ca: str | None = None,
 ) -> Settings:
     path = Path(config).expanduser() if config else default_config_path(env)
     file = load_config(path)
@@ -137,6 +143,10 @@ def resolve(
         data_dir=Path(str(data)).expanduser() if data else default_data_dir(),
         config_path=path,
         timeout=float(timeout_value),
+        tls=bool(tls if tls else file.get("tls", False)) or bool(tls_ca or file.get("tls_ca")),
+        tls_ca=Path(str(tls_ca or file.get("tls_ca"))).expanduser()
+        if (tls_ca or file.get("tls_ca"))
+        else None,
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import socket
+import ssl
 import struct
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -271,7 +272,9 @@ class Client:
         timeout: float = 30.0,
         connect_timeout: float = 10.0,
         trace: Trace | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
+        """``tls``: speak to the server's TLS listener, verifying it with this context."""
         self.host = host
         self.port = port
         self.user: str | None = None
@@ -291,6 +294,13 @@ class Client:
         except OSError as e:
             raise Unreachable(host, port, (e.strerror or str(e)).lower()) from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls is not None:
+            try:
+                self._sock = tls.wrap_socket(self._sock, server_hostname=host)
+            except (ssl.SSLError, OSError) as e:
+                self._sock.close()
+                why = getattr(e, "reason", None) or e.strerror or str(e)
+                raise Unreachable(host, port, f"TLS handshake failed: {why}") from None
         self._sock.settimeout(timeout)
 
     # -- plumbing ------------------------------------------------------------------

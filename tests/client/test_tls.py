@@ -1,0 +1,50 @@
+"""The client library and the ajedrez command over the server's TLS listener."""
+
+from __future__ import annotations
+
+import ssl
+
+import pytest
+
+from ajedrez.client import Client, Unreachable
+from tests.client.conftest import Machine
+from tests.conftest import PASSWORD, start_server, tls_port
+
+
+@pytest.fixture
+def tls_server(database_url, tls_certificate):  # type: ignore[no-untyped-def]
+    cert, key = tls_certificate
+    srv = start_server(
+        database_url, "--tls-cert", str(cert), "--tls-key", str(key), "--tls-port", "0"
+    )
+    yield srv, tls_port(srv), cert
+    srv.stop()
+
+
+def test_library_logs_in_over_tls(tls_server, new_user) -> None:  # type: ignore[no-untyped-def]
+    srv, port, cert = tls_server
+    name = new_user()
+    with Client(srv.host, port, tls=ssl.create_default_context(cafile=str(cert))) as c:
+        c.login(name, PASSWORD)
+        assert name in c.jaut(0).items
+
+
+def test_library_refuses_a_server_it_cannot_verify(tls_server) -> None:  # type: ignore[no-untyped-def]
+    srv, port, _cert = tls_server
+    with pytest.raises(Unreachable, match="TLS handshake failed"):
+        Client(srv.host, port, tls=ssl.create_default_context())  # system CAs only
+
+
+def test_command_syncs_and_plays_over_tls(tls_server, new_user, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    srv, port, cert = tls_server
+    ana, bob = new_user(), new_user()
+    a = Machine(f"{srv.host}:{port}", ana, tmp_path / "a")
+    b = Machine(f"{srv.host}:{port}", bob, tmp_path / "b")
+    tls = ("--tls-ca", str(cert))
+    a(*tls, "challenge", bob)
+    b(*tls, "sync")
+    gid = b(*tls, "accept", ana, "--color", "N").out.split("Game ", 1)[1].split(" ", 1)[0]
+    a(*tls, "move", gid, "e4")
+    assert "e2e4" in b(*tls, "show", gid, "--sync").out
+    plain = a.fail("sync")  # the TLS port does not speak clear text
+    assert "Traceback" not in plain.err
