@@ -1,6 +1,6 @@
 """One client session: a line in, replies out. No sockets and no SQL here.
 
-The transport (``server.py``) feeds lines and sends what comes back; this class holds
+The transport (``reactor.py``) feeds lines and sends what comes back; this class holds
 the login state and turns each command into calls on the service layer. Every reply is
 built by :meth:`Session._reply` or :meth:`Session._records`.
 """
