@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, insert, select, text, update
 
 from ajedrez.storage.models import Game, GameRequest, User
-from tests.conftest import PASSWORD, admin, unique_name
+from tests.conftest import PASSWORD, admin, insert_users, unique_name
 from tests.play_support import (
     FECHA,
     PID,
@@ -271,23 +271,7 @@ def test_tran_multipart(login, new_user, db, games):
     with db.engine.connect() as c:
         hash_ = c.execute(select(User.password_hash).where(User.name == me)).scalar_one()
     names = [(unique_name("tm") + "_" * 32)[:32] for _ in range(150)]
-    now = int(time.time())
-    with db.engine.begin() as c:
-        c.execute(
-            insert(User),
-            [
-                dict(
-                    name=n,
-                    password_hash=hash_,
-                    comment="",
-                    active=True,
-                    admitted_at=now,
-                    changed_at=now,
-                    wins=0,
-                )
-                for n in names
-            ],
-        )
+    insert_users(db, names, hash_)
     for n in names:
         games.challenge(user_id(db, n), me)
 

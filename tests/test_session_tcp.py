@@ -9,11 +9,11 @@ import struct
 import time
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import select
 
 from ajedrez.passwords import hash_password, verify
 from ajedrez.storage.models import Subscription, User
-from tests.conftest import PASSWORD, unique_name, wait_for
+from tests.conftest import PASSWORD, insert_users, unique_name, wait_for
 from tests.espol import Conn, Reply
 
 FAR_FUTURE = "99999999999"
@@ -866,22 +866,7 @@ def many_users(db) -> list[str]:
     base = unique_name("mp")
     names = [f"{base}-{i:03d}".ljust(32, "z") for i in range(200)]
     assert all(len(n) == 32 and USUARIO_RE.fullmatch(n) for n in names)
-    pw_hash = hash_password(PASSWORD)
-    now = int(time.time())
-    rows = [
-        dict(
-            name=n,
-            password_hash=pw_hash,
-            comment="",
-            active=True,
-            admitted_at=now,
-            changed_at=now,
-            wins=0,
-        )
-        for n in names
-    ]
-    with db.engine.begin() as conn:
-        conn.execute(insert(User), rows)
+    insert_users(db, names, hash_password(PASSWORD))
     return names
 
 
