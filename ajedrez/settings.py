@@ -84,21 +84,21 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
 
 
 def _build(base: Any, values: dict[str, Any]) -> Any:
-    for f in fields(base):
-        if f.name not in values:
-            continue
-        value = values[f.name]
-        expected = type(getattr(base, f.name))
+    """``base`` with ``values`` (names of its own fields) checked against the defaults' types."""
+    checked: dict[str, Any] = {}
+    for name, value in values.items():
+        default = getattr(base, name)
+        expected = type(default)
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if getattr(base, f.name) is not None and not isinstance(value, expected):
+        if default is not None and not isinstance(value, expected):
             raise SettingsError(
-                f"setting {f.name} must be {expected.__name__}, not {type(value).__name__}"
+                f"setting {name} must be {expected.__name__}, not {type(value).__name__}"
             )
         if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
-            raise SettingsError(f"setting {f.name} must not be negative")
-        values[f.name] = value
-    return replace(base, **{k: v for k, v in values.items() if k in {f.name for f in fields(base)}})
+            raise SettingsError(f"setting {name} must not be negative")
+        checked[name] = value
+    return replace(base, **checked)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
