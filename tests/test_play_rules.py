@@ -850,6 +850,65 @@ def test_fivefold_repetition_ends_the_game_drawn(login, new_user):
     assert (st.status, st.winner, st.next_ply) == (2, 3, 17)
 
 
+def _base(db, pid: str) -> tuple[int, str | None]:  # type: ignore[no-untyped-def]
+    with db.engine.connect() as c:
+        row = c.execute(
+            text("SELECT base_ply, base_fen FROM games WHERE id = :g"), {"g": int(pid[1:])}
+        ).one()
+    return row.base_ply, row.base_fen
+
+
+def test_fivefold_repetition_after_irreversible_moves(login, new_user, db):
+    """The base position moves to the last irreversible move; repetitions still count."""
+    m = start_match(login, new_user, prefix="fb")
+    m.play("e4", "e5", "Nf3", "Nc6")
+    base_ply, base_fen = _base(db, m.pid)
+    assert base_ply == 2 and base_fen is not None
+    assert chess.Board(base_fen).board_fen() == ("rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR")
+    shuffle = ("Bc4", "Bc5", "Bf1", "Bf8")
+    for _ in range(3):
+        m.play(*shuffle)
+    assert stat(m.w, m.pid).status == 0  # four times so far
+    m.play(*shuffle[:3])
+    assert stat(m.w, m.pid).status == 0
+    m.play(shuffle[3])  # the position after 2...Nc6 for the fifth time
+    st = stat(m.w, m.pid)
+    assert (st.status, st.winner, st.next_ply) == (2, 3, 21)
+    assert _base(db, m.pid)[0] == 2
+
+
+def test_base_moves_to_a_king_move_that_loses_castling(login, new_user, db):
+    """Ke2 is irreversible (castling rights lost) but resets no move clock: the base moves
+    there, and repetitions are counted from it: the halfmove clock alone does not say where
+    to start."""
+    m = start_match(login, new_user, prefix="fc")
+    m.play("e4", "e5", "Nf3", "Nc6", "Ng1", "Nb8")  # the position after 2.e5, twice
+    m.play("Ke2")
+    assert _base(db, m.pid)[0] == 7
+    m.play("Nf6", "Ke1", "Ng8")  # same pieces as after 2.e5, but white cannot castle
+    for _ in range(3):
+        m.play("Nf3", "Nc6", "Ng1", "Nb8")
+    assert stat(m.w, m.pid).status == 0  # the position after 5...Ng8, four times
+    m.play("Nf3", "Nc6", "Ng1", "Nb8")
+    assert stat(m.w, m.pid).status == 2
+
+
+def test_game_from_before_the_base_position_column(login, new_user, db):
+    """A game stored before migration 0002 has base_ply 0 and no base_fen: its next
+    moves replay from the start, and the first irreversible one moves the base."""
+    m = start_match(login, new_user, prefix="fo")
+    m.play("Nf3", "Nf6", "Ng1", "Ng8", "Nf3", "Nf6", "Ng1", "Ng8")
+    with db.engine.begin() as c:
+        c.execute(
+            text("UPDATE games SET base_ply = 0, base_fen = NULL WHERE id = :g"),
+            {"g": m.game_id},
+        )
+    m.play(*KNIGHT_SHUFFLE, *KNIGHT_SHUFFLE[:3])
+    assert stat(m.w, m.pid).status == 0
+    m.play(KNIGHT_SHUFFLE[3])
+    assert stat(m.w, m.pid).status == 2
+
+
 def test_seventy_five_move_rule_ends_the_game_drawn(login, new_user):
     m = start_match(login, new_user, prefix="sf")
     m.play("e3", "e6", "d3", "d6")

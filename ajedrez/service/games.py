@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import chess
 import chess.pgn
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from sqlalchemy.orm import aliased
 
 from ..codes import Reply
@@ -46,6 +46,8 @@ AUTOMATIC_ENDINGS = {
     chess.Termination.FIVEFOLD_REPETITION: "fivefold repetition",
 }
 LEFT_SERVICE = "left the service"
+# A position seen five times needs at least four reversible plies between sightings.
+FIVEFOLD_MIN_PLIES = 16
 RESULTS = {WINNER_NONE: "*", WINNER_WHITE: "1-0", WINNER_BLACK: "0-1", WINNER_DRAW: "1/2-1/2"}
 
 White = aliased(User)
@@ -249,14 +251,10 @@ class Games:
     def moves_after(self, caller_id: int, game_id: int, after: int) -> list[MoveRecord]:
         with self.db.read() as conn:
             _color_of(_game_row(conn, game_id), caller_id, game_id)
-            rows = conn.execute(
-                select(Move.ply, Move.jugada, Move.reverso, Move.posicion, Move.promocion)
-                .where(Move.game_id == game_id, Move.ply > after)
-                .order_by(Move.ply)
-            ).all()
+            rows = conn.execute(_MOVES_AFTER, {"gid": game_id, "after": after}).all()
         if not rows:
             raise Failure(Reply.F_NOMASJUG, f"no moves after ply {after} in {_pid(game_id)}")
-        return [MoveRecord(*r) for r in rows]
+        return [MoveRecord(r.ply, r.jugada, r.reverso, r.posicion, r.promocion) for r in rows]
 
     def ranking(self, limit: int = 10) -> list[tuple[str, int]]:
         with self.db.read() as conn:
@@ -284,14 +282,12 @@ class Games:
     def _play(self, tx: Tx, caller_id: int, game_id: int, move: MoveRecord) -> None:
         ply, jugada, posicion, promocion = move.ply, move.jugada, move.posicion, move.promocion
         conn = tx.conn
-        row = _game_row(conn, game_id, lock=True)
+        row = conn.execute(_PLAY_ROW, {"gid": game_id}).first()
+        if row is None:
+            raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
         color = _color_of(row, caller_id, game_id)
         if ply >= 1 and ply == row.next_ply - 1 and _ply_color(ply) == color:
-            last = conn.execute(
-                select(Move.jugada, Move.reverso, Move.posicion, Move.promocion).where(
-                    Move.game_id == game_id, Move.ply == ply
-                )
-            ).first()
+            last = conn.execute(_MOVE_AT, {"gid": game_id, "ply": ply}).first()
             if last is not None and tuple(last) == (jugada, move.reverso, posicion, promocion):
                 return  # an exact resend of the move just stored: nothing to do
         _require_active(row, game_id)
@@ -307,33 +303,42 @@ class Games:
                 Reply.F_DRAWPEND,
                 f"a draw offer is pending in {_pid(game_id)}: it must be answered (RTBL) first",
             )
-        # The stored position settles legality without replaying the game; only a legal
-        # move pays for the replay that repetition detection needs.
-        legal = _check_move(chess.Board(row.fen), jugada, posicion, promocion)
-        history = _replay(conn, game_id)
-        san = history.san(legal)
-        history.push(legal)
+        # The stored position settles legality without replaying the game.
+        board = chess.Board(row.fen)
+        legal = _check_move(board, jugada, posicion, promocion)
+        san = board.san(legal)
+        irreversible = board.is_irreversible(legal)
+        board.push(legal)
         values: dict[str, object] = {
-            "next_ply": ply + 1,
-            "fen": history.fen(),
-            "changed_at": tx.stamp,
+            "g_next": ply + 1,
+            "g_fen": board.fen(),
+            "g_changed": tx.stamp,
+            "g_base_ply": ply if irreversible else row.base_ply,
+            "g_base_fen": board.fen() if irreversible else row.base_fen,
         }
-        outcome = history.outcome(claim_draw=False)
-        if outcome is not None:
-            values |= _finish_values(tx, row, _winner_code(outcome.winner), outcome.termination)
+        if board.halfmove_clock >= FIVEFOLD_MIN_PLIES:
+            # Only now can the position have occurred five times: python-chess needs the
+            # plies since the last irreversible move to count, and no more.
+            board = _replay_since(conn, game_id, row.base_ply, row.base_fen)
+            board.push(legal)
+        outcome = board.outcome(claim_draw=False)
         conn.execute(
-            insert(Move).values(
-                game_id=game_id,
-                ply=ply,
-                jugada=jugada,
-                reverso=move.reverso,
-                posicion=posicion,
-                promocion=promocion,
-                san=san,
-                created_at=tx.stamp,
-            )
+            _INSERT_MOVE,
+            {
+                "game_id": game_id,
+                "ply": ply,
+                "jugada": jugada,
+                "reverso": move.reverso,
+                "posicion": posicion,
+                "promocion": promocion,
+                "san": san,
+                "created_at": tx.stamp,
+            },
         )
-        conn.execute(update(Game).where(Game.id == game_id).values(**values))
+        conn.execute(_UPDATE_AFTER_MOVE, {"gid": game_id, **values})
+        if outcome is not None:
+            winner = _winner_code(outcome.winner)
+            _update_game(tx, game_id, **_finish_values(tx, row, winner, outcome.termination))
 
     # -- draws, resignation ------------------------------------------------------------
 
@@ -372,7 +377,7 @@ class Games:
     def claim_draw(self, caller_id: int, game_id: int, opponent: str) -> None:
         with self.db.write() as tx:
             row, _color = _own_active_game(tx.conn, caller_id, game_id, opponent)
-            board = _replay(tx.conn, game_id)
+            board = _replay_since(tx.conn, game_id, row.base_ply, row.base_fen)
             if board.is_repetition(3):
                 reason: chess.Termination = chess.Termination.THREEFOLD_REPETITION
             elif board.halfmove_clock >= 100:
@@ -478,11 +483,50 @@ def _game_select():  # type: ignore[no-untyped-def]
     )
 
 
+# Built once: constructing a statement and its cache key costs more than running it.
+_GAME = _game_select().where(Game.id == bindparam("gid"))
+_GAME_LOCKED = _GAME.with_for_update(of=Game)
+_PLAY_ROW = (
+    select(
+        Game.white_id,
+        Game.black_id,
+        Game.status,
+        Game.winner,
+        Game.req_white,
+        Game.req_black,
+        Game.next_ply,
+        Game.fen,
+        Game.base_ply,
+        Game.base_fen,
+        Game.end_reason,
+    )
+    .where(Game.id == bindparam("gid"))
+    .with_for_update()
+)
+_MOVE_AT = select(Move.jugada, Move.reverso, Move.posicion, Move.promocion).where(
+    Move.game_id == bindparam("gid"), Move.ply == bindparam("ply")
+)
+_MOVES_AFTER = (
+    select(Move.ply, Move.jugada, Move.reverso, Move.posicion, Move.promocion)
+    .where(Move.game_id == bindparam("gid"), Move.ply > bindparam("after"))
+    .order_by(Move.ply)
+)
+_INSERT_MOVE = insert(Move)
+_UPDATE_AFTER_MOVE = (
+    update(Game)
+    .where(Game.id == bindparam("gid"))
+    .values(
+        next_ply=bindparam("g_next"),
+        fen=bindparam("g_fen"),
+        changed_at=bindparam("g_changed"),
+        base_ply=bindparam("g_base_ply"),
+        base_fen=bindparam("g_base_fen"),
+    )
+)
+
+
 def _game_row(conn: Connection, game_id: int, *, lock: bool = False):  # type: ignore[no-untyped-def]
-    query = _game_select().where(Game.id == game_id)
-    if lock:
-        query = query.with_for_update(of=Game)
-    row = conn.execute(query).first()
+    row = conn.execute(_GAME_LOCKED if lock else _GAME, {"gid": game_id}).first()
     if row is None:
         raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
     return row
@@ -571,23 +615,25 @@ def _active_game(conn: Connection, lo: int, hi: int) -> int | None:
     )
 
 
-def _replay(conn: Connection, game_id: int) -> chess.Board:
-    """The game's board with its full move stack (repetitions need the history).
+def _replay_since(
+    conn: Connection, game_id: int, base_ply: int, base_fen: str | None
+) -> chess.Board:
+    """The board from the game's base position with the plies played since on its stack.
 
+    Every repetition rule of python-chess looks back only to the last irreversible move,
+    which is at or before ``base_ply``, so this board answers them as a full replay would.
     Stored moves were validated when played, so ``push`` without a legality re-check.
     """
-    board = chess.Board()
-    for move in _stored_moves(conn, game_id):
+    board = chess.Board(base_fen or chess.STARTING_FEN)
+    for move in _stored_moves(conn, game_id, after=base_ply):
         board.push(move)
     return board
 
 
-def _stored_moves(conn: Connection, game_id: int) -> list[chess.Move]:
+def _stored_moves(conn: Connection, game_id: int, *, after: int = 0) -> list[chess.Move]:
     """The game's moves in order; ``jugada`` has no promotion, ``promocion`` carries it."""
-    rows = conn.execute(
-        select(Move.jugada, Move.promocion).where(Move.game_id == game_id).order_by(Move.ply)
-    )
-    return [_as_move(jugada, promocion) for jugada, promocion in rows]
+    rows = conn.execute(_MOVES_AFTER, {"gid": game_id, "after": after})
+    return [_as_move(r.jugada, r.promocion) for r in rows]
 
 
 def _as_move(jugada: str, promocion: int) -> chess.Move:

@@ -111,6 +111,11 @@ class Game(Base):
     next_ply: Mapped[int] = mapped_column(Integer, default=1)
     # The position after the last move, so a move is checked without replaying the game.
     fen: Mapped[str] = mapped_column(Text)
+    # The position after the last irreversible move (capture, pawn move, lost castling
+    # right; NULL: the start), so repetitions are found from the plies since base_ply
+    # alone: a move's cost does not grow with the game's length.
+    base_ply: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    base_fen: Mapped[str | None] = mapped_column(Text, nullable=True)
     end_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
     created_at: Mapped[int] = mapped_column(BigInteger)
     changed_at: Mapped[int] = mapped_column(BigInteger)
