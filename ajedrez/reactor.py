@@ -29,6 +29,7 @@ from .wire import OVERLONG, LineBuffer, encode_reply
 log = logging.getLogger("ajedrez.server")
 
 READ_CHUNK = 65536
+LISTEN_BACKLOG = 1024
 TLS_HANDSHAKE_TIMEOUT = 10.0
 
 
@@ -43,7 +44,10 @@ class Reactor:
         command_threads: int = 16,
         tls: ssl.SSLContext | None = None,
         tls_port: int | None = None,
+        sockets: dict[str, socket.socket] | None = None,
     ) -> None:
+        """``sockets``: listening sockets opened already ("plain", "tls"), shared by the
+        worker processes of ``--workers``; without them the reactor opens its own."""
         self.accounts = accounts
         self.games = games
         self.host = host
@@ -51,6 +55,7 @@ class Reactor:
         self.limits = limits or Limits()
         self.tls = tls
         self.tls_port = tls_port
+        self.sockets = sockets or {}
         lim = self.limits
         self.throttle = LoginThrottle(
             lim.login_delay_base, lim.login_delay_max, lim.login_forget_after
@@ -69,11 +74,12 @@ class Reactor:
             listeners.append(("tls", self.tls_port, self.tls))
         opened = []
         for kind, port, context in listeners:
+            shared = self.sockets.get(kind)
+            where = {"sock": shared} if shared else {"host": self.host, "port": port}
             server = await asyncio.start_server(
                 self._on_client,
-                self.host,
-                port,
-                backlog=1024,
+                **where,  # type: ignore[arg-type]
+                backlog=LISTEN_BACKLOG,
                 limit=READ_CHUNK,
                 ssl=context,
                 ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT if context else None,

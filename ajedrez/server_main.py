@@ -7,16 +7,20 @@ import asyncio
 import ipaddress
 import logging
 import signal
+import ssl
 import sys
 
 from . import __version__
-from .reactor import Reactor, tls_context
+from .prefork import Listeners, Master, open_listener
+from .reactor import LISTEN_BACKLOG, Reactor, tls_context
 from .service import Accounts, Games
 from .settings import Settings, SettingsError, add_arguments, load
 from .storage.db import Database, redact, resolve_url
 from .storage.migrate import upgrade
 
 log = logging.getLogger("ajedrez")
+LOG_FORMAT_PREFIX = "%(asctime)s %(levelname)s"
+LOG_FORMAT_MESSAGE = "%(name)s: %(message)s"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,24 +46,16 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         stream=sys.stderr,
         level=settings.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format=f"{LOG_FORMAT_PREFIX} {LOG_FORMAT_MESSAGE}",
     )
     url = resolve_url(settings.database_url)
     try:
-        db = Database(url, busy_timeout=settings.sqlite_busy_timeout)
+        db = _database(url, settings)
         log.info("database %s: bringing the schema up to date", redact(url))
         upgrade(db)
     except Exception as e:  # one line for the operator, whatever the driver raised
         log.error("cannot open the database %s: %s", redact(url), _one_line(e))
         return 1
-    try:
-        return asyncio.run(_serve(settings, db))
-    finally:
-        db.dispose()
-        log.info("server stopped")
-
-
-async def _serve(settings: Settings, db: Database) -> int:
     try:
         tls = tls_context(settings.tls_cert, settings.tls_key) if settings.tls_cert else None
     except (OSError, ValueError) as e:
@@ -68,6 +64,60 @@ async def _serve(settings: Settings, db: Database) -> int:
     if tls is not None and settings.tls_port is None:
         log.error("--tls-cert and --tls-key need --tls-port")
         return 1
+    if settings.workers > 1:
+        db.dispose()  # each worker opens its own: no connection may cross a fork
+        return _serve_workers(settings, url, tls)
+    try:
+        return asyncio.run(_serve(settings, db, tls))
+    finally:
+        db.dispose()
+        log.info("server stopped")
+
+
+def _database(url: str, settings: Settings) -> Database:
+    return Database(
+        url,
+        busy_timeout=settings.sqlite_busy_timeout,
+        group_commit=settings.sqlite_group_commit,
+    )
+
+
+def _serve_workers(settings: Settings, url: str, tls: ssl.SSLContext | None) -> int:
+    listeners: Listeners = {}
+    ports = [("plain", settings.port)]
+    if tls is not None and settings.tls_port is not None:
+        ports.append(("tls", settings.tls_port))
+    try:
+        for kind, port in ports:
+            listeners[kind] = open_listener(settings.host, port, LISTEN_BACKLOG)
+    except OSError as e:
+        log.error("cannot listen on %s: %s", settings.host, e.strerror or e)
+        return 1
+    _log_listening([(kind, *sock.getsockname()[:2]) for kind, sock in listeners.items()])
+
+    def run_worker(number: int) -> int:
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(
+                logging.Formatter(f"{LOG_FORMAT_PREFIX} [worker {number}] {LOG_FORMAT_MESSAGE}")
+            )
+        db = _database(url, settings)
+        try:
+            return asyncio.run(_serve(settings, db, tls, listeners))
+        finally:
+            db.dispose()
+
+    log.info("starting %d worker processes", settings.workers)
+    code = Master(settings.workers, listeners, run_worker).run()
+    log.info("server stopped")
+    return code
+
+
+async def _serve(
+    settings: Settings,
+    db: Database,
+    tls: ssl.SSLContext | None,
+    listeners: Listeners | None = None,
+) -> int:
     reactor = Reactor(
         Accounts(db),
         Games(db),
@@ -77,15 +127,25 @@ async def _serve(settings: Settings, db: Database) -> int:
         settings.command_threads,
         tls,
         settings.tls_port,
+        listeners,
     )
     try:
-        listeners = await reactor.start()
+        opened = await reactor.start()
     except OSError as e:
         log.error("cannot listen on %s: %s", settings.host, e.strerror or e)
         return 1
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, _stop, reactor, signum)
+    if listeners is None:
+        _log_listening(opened)
+    else:
+        log.info("serving")
+    await reactor.serve_until_stopped()
+    return 0
+
+
+def _log_listening(listeners: list[tuple[str, str, int]]) -> None:
     for kind, host, port in listeners:
         if kind == "tls":
             log.info("ajedrez %s listening with TLS on %s:%d", __version__, host, port)
@@ -98,8 +158,6 @@ async def _serve(settings: Settings, db: Database) -> int:
                     host,
                     port,
                 )
-    await reactor.serve_until_stopped()
-    return 0
 
 
 def _stop(reactor: Reactor, signum: int) -> None:

@@ -46,10 +46,11 @@ class Settings:
     tls_port: int | None = None  # a TLS listener on this port when tls_cert/tls_key are set
     tls_cert: str | None = None
     tls_key: str | None = None
-    transport: str = "asyncio"
+    workers: int = 1  # server processes sharing the listening sockets
     command_threads: int = 16
     log_level: str = "INFO"
     sqlite_busy_timeout: float = 10.0
+    sqlite_group_commit: int = 32  # most SQLite writes sharing one commit (1: one each)
     limits: Limits = Limits()
 
 
@@ -78,6 +79,9 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
         raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))}")
     limits = _build(Limits(), {k: v for k, v in values.items() if k in _LIMIT_NAMES})
     settings = _build(Settings(), {k: v for k, v in values.items() if k in _SETTING_NAMES})
+    for name in ("workers", "command_threads", "sqlite_group_commit"):
+        if getattr(settings, name) < 1:
+            raise SettingsError(f"setting {name} must be at least 1")
     if bool(settings.tls_cert) != bool(settings.tls_key):
         raise SettingsError("tls_cert and tls_key go together")
     return replace(settings, limits=limits)
@@ -116,15 +120,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-cert", help="PEM certificate chain for the TLS listener")
     p.add_argument("--tls-key", help="PEM private key for the TLS listener")
     p.add_argument(
-        "--transport",
-        choices=["asyncio", "threads"],
-        help=f"asyncio: one event loop, a thread pool for commands; threads: one "
-        f"thread per connection ({d.transport}; see docs/performance.md)",
+        "--workers",
+        type=int,
+        help=f"server processes sharing the listening port; limits apply to each ({d.workers})",
     )
     p.add_argument(
         "--command-threads",
         type=int,
-        help=f"with asyncio: commands running at once ({d.command_threads})",
+        help=f"commands running at once in each process ({d.command_threads})",
     )
     p.add_argument(
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help=f"({d.log_level})"
@@ -133,6 +136,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--sqlite-busy-timeout",
         type=float,
         help=f"seconds a SQLite writer waits for the lock ({d.sqlite_busy_timeout:g})",
+    )
+    p.add_argument(
+        "--sqlite-group-commit",
+        type=int,
+        help=f"most SQLite writes that share one commit; 1 commits each alone "
+        f"({d.sqlite_group_commit})",
     )
     for name, text in (
         ("max_connections", "connections served at once"),

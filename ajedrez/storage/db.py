@@ -10,8 +10,10 @@ Three kinds of transaction, each a context manager yielding a :class:`Tx`:
     SQLite: ``BEGIN IMMEDIATE`` (the write lock is taken up front, so two writers never
     both read and then both try to write; pysqlite's own deferred BEGIN loses writes),
     plus one process-wide lock so that threads queue fairly instead of spinning on the
-    busy timeout. PostgreSQL: a shared advisory lock held to commit; rows that are read
-    then written are locked by the caller with ``FOR UPDATE``.
+    busy timeout. Writers that queue behind each other share one transaction and one
+    commit (group commit, :class:`_Batch`); none returns before that commit is durable.
+    PostgreSQL: a shared advisory lock held to commit; rows that are read then written
+    are locked by the caller with ``FOR UPDATE``.
 ``sync_read()``
     A read whose ``stamp`` is safe to hand to a client as its next fecha. It waits until
     no write transaction is in flight and keeps new ones out while it reads (SQLite:
@@ -38,6 +40,9 @@ from sqlalchemy.engine import URL
 from ..errors import StorageError, TransientStorageError
 
 SQLITE_BUSY_TIMEOUT = 10.0  # seconds
+GROUP_COMMIT_WRITERS = 32
+# A batch stays open only while writers queue; this bounds how long the first one waits.
+GROUP_COMMIT_MAX_SECONDS = 0.010
 # Arbitrary but fixed: the advisory-lock key that orders writers against sync reads.
 SYNC_LOCK_KEY = 0x41_6A_65_64  # "Ajed"
 
@@ -54,6 +59,25 @@ _PG_SYNC_BEGIN = text(
 
 class Conflict(Exception):
     """A unique key or other constraint refused a write; the transaction was rolled back."""
+
+
+class _Batch:
+    """One SQLite write transaction that several writers fill, one after the other.
+
+    Each writer runs inside a savepoint, so a refused or failed writer undoes only its
+    own changes. The writer that finds nobody queued behind it (or fills the batch)
+    commits for all; the others wait for that commit and fail if it fails. One fsync
+    then covers every move of the batch, which is what makes ``synchronous=FULL``
+    affordable under load: a commit costs the same for one row or fifty.
+    """
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.trans = conn.begin()
+        self.writers = 0
+        self.opened = time.monotonic()
+        self.done = threading.Event()
+        self.error: StorageError | None = None
 
 
 @dataclass
@@ -93,12 +117,20 @@ class Database:
         pool_size: int = 20,
         create: bool = True,
         busy_timeout: float = SQLITE_BUSY_TIMEOUT,
+        group_commit: int = GROUP_COMMIT_WRITERS,
     ) -> None:
-        """``create=False`` refuses a SQLite file that does not exist yet."""
+        """``create=False`` refuses a SQLite file that does not exist yet.
+
+        ``group_commit``: most SQLite writers sharing one commit (1: a commit each).
+        """
         self.url = make_url(url)
         self.busy_timeout_ms = int(busy_timeout * 1000)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
+        self.group_commit = max(1, group_commit)
         self._write_lock = threading.Lock()
+        self._queue_lock = threading.Lock()
+        self._queued = 0  # threads waiting for _write_lock
+        self._batch: _Batch | None = None
         if self.is_sqlite:
             self._prepare_sqlite_path(create)
             # Unbounded overflow: a writer takes the process write lock before a connection,
@@ -149,22 +181,11 @@ class Database:
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[Connection]:
-        try:
-            with self.engine.connect() as conn:
-                if self.is_sqlite:
-                    conn = conn.execution_options(ajedrez_begin=begin)
-                with conn.begin():
-                    yield conn
-        except exc.IntegrityError as e:
-            raise Conflict(str(e.orig)) from e
-        except (exc.OperationalError, exc.InterfaceError, exc.TimeoutError) as e:
-            if getattr(getattr(e, "orig", None), "sqlstate", None) in _TRANSIENT_SQLSTATES:
-                raise TransientStorageError(_short(e)) from e
-            raise StorageError(_short(e)) from e
-        except exc.DBAPIError as e:
-            if e.connection_invalidated:
-                raise StorageError(_short(e)) from e
-            raise
+        with _mapped_errors(), self.engine.connect() as conn:
+            if self.is_sqlite:
+                conn = conn.execution_options(ajedrez_begin=begin)
+            with conn.begin():
+                yield conn
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -173,28 +194,133 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Tx]:
-        with self._locked_transaction(_PG_WRITE_BEGIN) as tx:
-            yield tx
+        if not self.is_sqlite:
+            with self._pg_transaction(_PG_WRITE_BEGIN) as tx:
+                yield tx
+            return
+        batch = self._join_batch()
+        try:
+            with _mapped_errors():
+                savepoint = batch.conn.begin_nested()
+                try:
+                    # Taken under the write lock, so it orders with every other writer.
+                    yield Tx(batch.conn, int(time.time()))
+                except BaseException:
+                    savepoint.rollback()
+                    raise
+                savepoint.commit()
+            batch.writers += 1
+        except BaseException:
+            self._leave_batch(batch, failed=True)
+            raise
+        self._leave_batch(batch, failed=False)
 
     @contextmanager
     def sync_read(self) -> Iterator[Tx]:
-        with self._locked_transaction(_PG_SYNC_BEGIN) as tx:
-            yield tx
+        if not self.is_sqlite:
+            with self._pg_transaction(_PG_SYNC_BEGIN) as tx:
+                yield tx
+            return
+        self._enter_write_lock()
+        try:
+            if self._batch is not None:
+                self._commit_batch(self._batch)
+            with self._transaction("BEGIN IMMEDIATE") as conn:
+                yield Tx(conn, int(time.time()))
+        finally:
+            self._write_lock.release()
 
     @contextmanager
-    def _locked_transaction(self, pg_begin: object) -> Iterator[Tx]:
-        if self.is_sqlite:
-            with self._write_lock, self._transaction("BEGIN IMMEDIATE") as conn:
-                # Taken after the write lock is ours, so it orders with every other writer.
-                yield Tx(conn, int(time.time()))
-        else:
-            with self._transaction("BEGIN") as conn:
-                stamp = conn.execute(pg_begin, {"k": SYNC_LOCK_KEY}).one()[1]  # type: ignore[arg-type]
-                yield Tx(conn, int(stamp))
+    def _pg_transaction(self, pg_begin: object) -> Iterator[Tx]:
+        with self._transaction("BEGIN") as conn:
+            stamp = conn.execute(pg_begin, {"k": SYNC_LOCK_KEY}).one()[1]  # type: ignore[arg-type]
+            yield Tx(conn, int(stamp))
+
+    # -- SQLite group commit -----------------------------------------------------------
+
+    def _enter_write_lock(self) -> None:
+        with self._queue_lock:
+            self._queued += 1
+        self._write_lock.acquire()
+        with self._queue_lock:
+            self._queued -= 1
+
+    def _join_batch(self) -> _Batch:
+        """Take the write lock and the open batch, opening one if there is none."""
+        self._enter_write_lock()
+        if self._batch is None:
+            try:
+                with _mapped_errors():
+                    conn = self.engine.connect().execution_options(ajedrez_begin="BEGIN IMMEDIATE")
+                    try:
+                        self._batch = _Batch(conn)
+                    except BaseException:
+                        conn.close()
+                        raise
+            except BaseException:
+                self._write_lock.release()
+                raise
+        return self._batch
+
+    def _leave_batch(self, batch: _Batch, *, failed: bool) -> None:
+        """Commit if nobody is queued (or the batch is full or old), release the lock,
+        then wait for the batch's commit. A writer that ``failed`` has nothing in it."""
+        try:
+            if (
+                self._queued == 0
+                or batch.writers >= self.group_commit
+                or time.monotonic() - batch.opened >= GROUP_COMMIT_MAX_SECONDS
+            ):
+                self._commit_batch(batch)
+        finally:
+            self._write_lock.release()
+        if failed:
+            return
+        batch.done.wait()
+        if batch.error is not None:
+            raise StorageError(str(batch.error)) from batch.error
+
+    def _commit_batch(self, batch: _Batch) -> None:
+        """Called with the write lock held; wakes every writer of the batch."""
+        self._batch = None
+        try:
+            with _mapped_errors():
+                try:
+                    batch.trans.commit()
+                except BaseException:
+                    # SQLite may leave the transaction open after a failed COMMIT; a
+                    # connection in that state must not go back to the pool.
+                    batch.conn.invalidate()
+                    raise
+                finally:
+                    batch.conn.close()
+        except StorageError as e:
+            batch.error = e
+        except Conflict as e:  # a deferred constraint: nothing of the batch was stored
+            batch.error = StorageError(str(e))
+        finally:
+            batch.done.set()
 
     def ping(self) -> None:
         with self.read() as conn:
             conn.execute(text("SELECT 1"))
+
+
+@contextmanager
+def _mapped_errors() -> Iterator[None]:
+    """Driver exceptions as :class:`Conflict`, :class:`StorageError` or its transient kind."""
+    try:
+        yield
+    except exc.IntegrityError as e:
+        raise Conflict(str(e.orig)) from e
+    except (exc.OperationalError, exc.InterfaceError, exc.TimeoutError) as e:
+        if getattr(getattr(e, "orig", None), "sqlstate", None) in _TRANSIENT_SQLSTATES:
+            raise TransientStorageError(_short(e)) from e
+        raise StorageError(_short(e)) from e
+    except exc.DBAPIError as e:
+        if e.connection_invalidated:
+            raise StorageError(_short(e)) from e
+        raise
 
 
 def _short(e: exc.DBAPIError | exc.SQLAlchemyError) -> str:

@@ -1,0 +1,103 @@
+"""``--workers N``: one master process, N worker processes sharing the listening sockets.
+
+The master opens the sockets, forks the workers and supervises them; each worker runs
+the usual asyncio reactor on the inherited sockets, with its own database connections
+(none crosses a fork), so both cores of a small machine run Python. The kernel hands
+each new connection to whichever worker accepts it first: a busy worker takes fewer.
+SIGTERM or SIGINT to the master stops every worker gracefully; a worker that dies
+otherwise is replaced, unless workers keep dying as soon as they start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable
+
+log = logging.getLogger("ajedrez")
+
+# A worker that dies sooner than this after its start counts as failing to start;
+# after that many such deaths in a row the master gives up instead of looping.
+QUICK_DEATH_SECONDS = 5.0
+QUICK_DEATHS_ALLOWED = 3
+
+Listeners = dict[str, socket.socket]
+
+
+def open_listener(host: str, port: int, backlog: int) -> socket.socket:
+    family, *_rest = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    return socket.create_server((host, port), family=family, backlog=backlog)
+
+
+class Master:
+    def __init__(self, workers: int, listeners: Listeners, run_worker: Callable[[int], int]):
+        self.workers = workers
+        self.listeners = listeners
+        self.run_worker = run_worker
+        self.children: dict[int, tuple[int, float]] = {}  # pid -> (worker number, start)
+        self.stopping = False
+
+    def run(self) -> int:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._on_signal)
+        for number in range(1, self.workers + 1):
+            self._spawn(number)
+        quick_deaths, failed = 0, False
+        while self.children:
+            try:
+                pid, status = os.wait()
+            except ChildProcessError:
+                break
+            number, started = self.children.pop(pid)
+            code = os.waitstatus_to_exitcode(status)
+            if self.stopping:
+                log.info("worker %d (pid %d) stopped", number, pid)
+                continue
+            log.error("worker %d (pid %d) exited unexpectedly (status %d)", number, pid, code)
+            quick_deaths = (
+                quick_deaths + 1 if time.monotonic() - started < QUICK_DEATH_SECONDS else 0
+            )
+            if quick_deaths > QUICK_DEATHS_ALLOWED:
+                log.error("workers keep dying at start; stopping the server")
+                failed = True
+                self._stop_all(signal.SIGTERM)
+                continue
+            self._spawn(number)
+        for sock in self.listeners.values():
+            sock.close()
+        return 1 if failed else 0
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        if not self.stopping:
+            log.info(
+                "received %s, stopping %d workers", signal.Signals(signum).name, len(self.children)
+            )
+        self._stop_all(signal.SIGTERM)
+
+    def _stop_all(self, signum: int) -> None:
+        self.stopping = True
+        for pid in list(self.children):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    def _spawn(self, number: int) -> None:
+        pid = os.fork()
+        if pid == 0:  # the worker: never returns into the master's loop
+            code = 1
+            try:
+                for signum in (signal.SIGTERM, signal.SIGINT):
+                    signal.signal(signum, signal.SIG_DFL)
+                code = self.run_worker(number)
+            except BaseException:
+                log.exception("worker %d failed", number)
+            finally:
+                logging.shutdown()
+                os._exit(code)
+        self.children[pid] = (number, time.monotonic())
+        log.info("worker %d started (pid %d)", number, pid)

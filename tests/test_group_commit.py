@@ -1,0 +1,214 @@
+"""SQLite group commit: writers that queue share one transaction and one fsync.
+
+These run on a SQLite file of their own whatever database the suite targets, because
+group commit is how the SQLite store works (PostgreSQL commits each writer itself).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import event, text
+
+from ajedrez.codes import Reply
+from ajedrez.errors import Failure, StorageError
+from ajedrez.storage import db as db_module
+from ajedrez.storage.db import Database
+
+
+@pytest.fixture
+def sqlite_db(tmp_path) -> Iterator[Database]:  # type: ignore[no-untyped-def]
+    db = Database(f"sqlite:///{tmp_path / 'group.sqlite3'}")
+    with db.engine.begin() as c:
+        c.execute(text("CREATE TABLE parent (id INTEGER PRIMARY KEY)"))
+        c.execute(
+            text(
+                "CREATE TABLE item (id INTEGER PRIMARY KEY, who TEXT NOT NULL,"
+                " parent_id INTEGER REFERENCES parent(id))"
+            )
+        )
+    yield db
+    db.dispose()
+
+
+def _count_commits(db: Database) -> list[int]:
+    commits = [0]
+
+    @event.listens_for(db.engine, "commit")
+    def _on_commit(_conn) -> None:  # type: ignore[no-untyped-def]
+        commits[0] += 1
+
+    return commits
+
+
+def _rows(db: Database) -> list[str]:
+    with db.read() as c:
+        return list(c.execute(text("SELECT who FROM item ORDER BY id")).scalars())
+
+
+def _queue_behind(db: Database, workers: list[threading.Thread], count: int) -> None:
+    """Start ``workers`` and wait until ``count`` threads queue for the write lock."""
+    for w in workers:
+        w.start()
+    deadline = time.monotonic() + 10
+    while db._queued < count:
+        assert time.monotonic() < deadline, "writers did not queue"
+        time.sleep(0.001)
+
+
+def test_concurrent_writers_share_commits_and_lose_nothing(sqlite_db):
+    commits = _count_commits(sqlite_db)
+    per_thread, threads = 40, 12
+
+    def writer(n: int) -> None:
+        for i in range(per_thread):
+            with sqlite_db.write() as tx:
+                tx.conn.execute(text("INSERT INTO item (who) VALUES (:w)"), {"w": f"{n}-{i}"})
+                time.sleep(0.0005)  # hold the lock long enough for others to queue
+
+    workers = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert commits[0] < per_thread * threads / 2, commits[0]
+    rows = _rows(sqlite_db)
+    assert sorted(rows) == sorted(f"{n}-{i}" for n in range(threads) for i in range(per_thread))
+
+
+def test_a_refused_writer_takes_only_its_own_changes_back(sqlite_db, monkeypatch):
+    monkeypatch.setattr(db_module, "GROUP_COMMIT_MAX_SECONDS", 30.0)
+    commits = _count_commits(sqlite_db)
+    outcomes: dict[str, str] = {}
+    inside, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with sqlite_db.write() as tx:
+            tx.conn.execute(text("INSERT INTO item (who) VALUES ('first')"))
+            inside.set()
+            release.wait(10)
+        outcomes["first"] = "ok"
+
+    def writer(who: str, refuse: bool) -> None:
+        try:
+            with sqlite_db.write() as tx:
+                tx.conn.execute(text("INSERT INTO item (who) VALUES (:w)"), {"w": who})
+                if refuse:
+                    raise Failure(Reply.F_ILLEGAL, "refused")
+            outcomes[who] = "ok"
+        except Failure:
+            outcomes[who] = "refused"
+
+    lead = threading.Thread(target=first)
+    lead.start()
+    assert inside.wait(10)
+    others = [
+        threading.Thread(target=writer, args=("second", False)),
+        threading.Thread(target=writer, args=("refused", True)),
+        threading.Thread(target=writer, args=("third", False)),
+    ]
+    _queue_behind(sqlite_db, others, 3)
+    release.set()
+    for t in [lead, *others]:
+        t.join(10)
+    assert outcomes == {"first": "ok", "second": "ok", "refused": "refused", "third": "ok"}
+    assert commits[0] == 1  # the four writers shared one commit
+    assert sorted(_rows(sqlite_db)) == ["first", "second", "third"]
+
+
+def test_a_failed_commit_fails_every_writer_of_the_batch(sqlite_db, monkeypatch):
+    """A deferred foreign key fails at COMMIT: nobody in the batch may be told 'stored'."""
+    monkeypatch.setattr(db_module, "GROUP_COMMIT_MAX_SECONDS", 30.0)
+    outcomes: dict[str, str] = {}
+    inside, release = threading.Event(), threading.Event()
+
+    def writer(who: str, orphan: bool = False, hold: bool = False) -> None:
+        try:
+            with sqlite_db.write() as tx:
+                if orphan:
+                    tx.conn.execute(text("PRAGMA defer_foreign_keys = ON"))
+                    tx.conn.execute(
+                        text("INSERT INTO item (who, parent_id) VALUES (:w, 99)"), {"w": who}
+                    )
+                else:
+                    tx.conn.execute(text("INSERT INTO item (who) VALUES (:w)"), {"w": who})
+                if hold:
+                    inside.set()
+                    release.wait(10)
+            outcomes[who] = "ok"
+        except StorageError:
+            outcomes[who] = "storage error"
+
+    lead = threading.Thread(target=writer, args=("lead",), kwargs={"hold": True})
+    lead.start()
+    assert inside.wait(10)
+    others = [
+        threading.Thread(target=writer, args=("orphan",), kwargs={"orphan": True}),
+        threading.Thread(target=writer, args=("last",)),
+    ]
+    _queue_behind(sqlite_db, others, 2)
+    release.set()
+    for t in [lead, *others]:
+        t.join(10)
+    assert outcomes == dict.fromkeys(["lead", "orphan", "last"], "storage error")
+    assert _rows(sqlite_db) == []
+    # The store is usable again at once.
+    with sqlite_db.write() as tx:
+        tx.conn.execute(text("INSERT INTO item (who) VALUES ('after')"))
+    assert _rows(sqlite_db) == ["after"]
+
+
+def test_a_sync_read_commits_the_open_batch_first(sqlite_db, monkeypatch):
+    """A sync read hands out a fecha: every write acknowledged before must be in it, and a
+    batch still open behind the lock must not be read uncommitted."""
+    monkeypatch.setattr(db_module, "GROUP_COMMIT_MAX_SECONDS", 30.0)
+    inside, release = threading.Event(), threading.Event()
+    seen: list[list[str]] = []
+
+    def lead() -> None:
+        with sqlite_db.write() as tx:
+            tx.conn.execute(text("INSERT INTO item (who) VALUES ('lead')"))
+            inside.set()
+            release.wait(10)
+
+    def reader() -> None:
+        with sqlite_db.sync_read() as tx:
+            seen.append(list(tx.conn.execute(text("SELECT who FROM item")).scalars()))
+
+    t = threading.Thread(target=lead)
+    t.start()
+    assert inside.wait(10)
+    r = threading.Thread(target=reader)
+    _queue_behind(sqlite_db, [r], 1)
+    release.set()  # lead leaves the batch open: the reader is queued
+    t.join(10)
+    r.join(10)
+    assert seen == [["lead"]]
+    with sqlite_db.engine.connect() as c:  # committed, not only visible to the reader
+        assert list(c.execute(text("SELECT who FROM item")).scalars()) == ["lead"]
+
+
+def test_group_commit_of_one_commits_every_writer(tmp_path):
+    db = Database(f"sqlite:///{tmp_path / 'one.sqlite3'}", group_commit=1)
+    try:
+        with db.engine.begin() as c:
+            c.execute(text("CREATE TABLE item (id INTEGER PRIMARY KEY, who TEXT)"))
+        commits = _count_commits(db)
+
+        def writer(n: int) -> None:
+            for i in range(10):
+                with db.write() as tx:
+                    tx.conn.execute(text("INSERT INTO item (who) VALUES (:w)"), {"w": f"{n}{i}"})
+                    time.sleep(0.0005)
+
+        workers = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert commits[0] == 40
+    finally:
+        db.dispose()
