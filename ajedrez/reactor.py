@@ -172,7 +172,9 @@ class Reactor:
             if line_started is not None:
                 wait = min(wait, line_started + lim.request_deadline - loop.time())
             try:
-                data = await asyncio.wait_for(reader.read(READ_CHUNK), max(wait, 0.0))
+                # asyncio.timeout, not wait_for: no extra task for every line read.
+                async with asyncio.timeout(max(wait, 0.0)):
+                    data = await reader.read(READ_CHUNK)
             except TimeoutError:
                 await self._timed_out(session, writer, line_started is not None)
                 return

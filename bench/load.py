@@ -78,6 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="how a waiting player polls: STAT then SPAR, or SPAR alone (stat)",
     )
     p.add_argument(
+        "--wait",
+        choices=["poll", "notify"],
+        default="poll",
+        help="how a waiting player learns its turn: polling (--poll-command), or notify: "
+        "woken by its opponent's task, as by a push notification, then one SPAR (poll)",
+    )
+    p.add_argument(
         "--max-plies",
         type=int,
         default=200,
@@ -273,6 +280,7 @@ async def run(args: argparse.Namespace, host: str, port: int, watcher: Watcher |
         password=PASSWORD,
         poll_interval=args.poll_interval,
         poll_command=args.poll_command,
+        wait=args.wait,
         max_plies=args.moves_per_game or args.max_plies,
         timeout=args.timeout,
         one_game=bool(args.moves_per_game),
@@ -307,9 +315,10 @@ def build_results(
 ) -> dict:
     elapsed = window.end - window.start
     events = recorder.events["measure"]
-    expected = {("SPAR", "839")} if args.poll_command == "spar" else set()
+    expected = {("SPAR", "839")} if args.poll_command == "spar" or args.wait == "notify" else set()
     failures = [f for pair in pairs for f in pair.failures]
-    ceiling = len(pairs) / (args.poll_interval / 2) if args.poll_interval > 0 else None
+    polling = args.wait == "poll" and args.poll_interval > 0
+    ceiling = len(pairs) / (args.poll_interval / 2) if polling else None
     return {
         "window_seconds": round(elapsed, 3),
         "moves": events["moves"],
@@ -375,6 +384,7 @@ def scenario(args: argparse.Namespace, server_args: list[str] | None, address: s
         "warmup": args.warmup,
         "poll_interval": args.poll_interval,
         "poll_command": args.poll_command,
+        "wait": args.wait,
         "max_plies": args.moves_per_game or args.max_plies,
         "login_concurrency": args.login_concurrency,
         "seed": args.seed,

@@ -4,7 +4,9 @@ In each pair the *challenger* sends JUEG and learns the new game from PPEN; the 
 finds the challenge with TRAN and accepts it with ACEP, choosing its colour at random.
 Then both play: the player to move picks a random legal move from its own board and sends
 JGDA; the other waits for its turn like a real player, polling STAT (or SPAR from its last
-ply) every ``poll_interval`` seconds until the opponent's move appears. A game ends by
+ply) every ``poll_interval`` seconds until the opponent's move appears, or (``--wait
+notify``) sleeping until the opponent's task tells it, as a push notification would, then
+fetching the move with one SPAR. A game ends by
 the rules (the server ends it; STAT shows status 2) or, at ``max_plies``, by the player to
 move resigning (REND). Then the pair starts another game, until the run stops.
 """
@@ -32,6 +34,7 @@ class Settings:
     password: str
     poll_interval: float
     poll_command: str  # "stat" or "spar"
+    wait: str  # "poll", or "notify": woken by the opponent's task, then one SPAR
     max_plies: int
     timeout: float
     one_game: bool  # --moves-per-game: each pair plays one game, then stops
@@ -43,6 +46,10 @@ class Control:
 
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     count: Callable[[str], None] = lambda _event: None
+
+
+# How often a player waiting for a notification looks whether the run has stopped.
+NOTIFY_RECHECK_SECONDS = 0.5
 
 
 class PairGone(Exception):
@@ -67,6 +74,8 @@ class Player:
         self.partner_failed = asyncio.Event()
         self.tran_fecha = 0
         self.ppen_fecha = 0
+        self.partner: Player | None = None
+        self.woken = asyncio.Event()  # with --wait notify: the opponent has moved
 
     # -- session -----------------------------------------------------------------------
 
@@ -146,6 +155,7 @@ class Player:
         if ply > self.settings.max_plies:
             await self.c.rend(game, self.opponent)
             self.control.count("end_resigned_at_max_plies")
+            self.notify_partner()
             return True
         move = self.rng.choice(list(board.legal_moves))
         try:
@@ -154,6 +164,7 @@ class Player:
             self.control.count("jgda_refused")
             return await self.resync(game, board)
         self.control.count("moves")
+        self.notify_partner()
         board.push(move)
         outcome = board.outcome(claim_draw=False)
         if outcome is None:
@@ -163,8 +174,14 @@ class Player:
         self.control.count(f"end_{ending}" if status.status == STATUS_FINISHED else "end_missed")
         return True
 
+    def notify_partner(self) -> None:
+        if self.settings.wait == "notify" and self.partner is not None:
+            self.partner.woken.set()
+
     async def wait_turn(self, game: str, board: chess.Board) -> bool:
         """Poll until the opponent's move (applied to ``board``) or the end of the game."""
+        if self.settings.wait == "notify":
+            return await self.wait_notified(game, board)
         known = len(board.move_stack)
         use_spar = self.settings.poll_command == "spar" and known < self.settings.max_plies
         while not self.stopping():
@@ -181,6 +198,24 @@ class Player:
                 if status.status == STATUS_FINISHED:
                     return True
             await self.pause()
+        return True
+
+    async def wait_notified(self, game: str, board: chess.Board) -> bool:
+        """Sleep until the opponent's task says it moved (as a push notification would),
+        then fetch the move with one SPAR; STAT only when SPAR has nothing new."""
+        known = len(board.move_stack)
+        while not self.stopping():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.woken.wait(), NOTIFY_RECHECK_SECONDS)
+            if not self.woken.is_set():
+                continue
+            self.woken.clear()
+            records = await self.c.spar(game, known)
+            if records:
+                _apply(board, records)
+                return board.outcome(claim_draw=False) is not None
+            if (await self.c.stat(game)).status == STATUS_FINISHED:
+                return True
         return True
 
     async def resync(self, game: str, board: chess.Board) -> bool:
@@ -203,6 +238,7 @@ class Pair:
     def __init__(self, challenger: Player, acceptor: Player) -> None:
         self.challenger = challenger
         self.acceptor = acceptor
+        challenger.partner, acceptor.partner = acceptor, challenger
         self.failures: list[str] = []
 
     async def run(self) -> None:

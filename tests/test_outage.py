@@ -100,7 +100,7 @@ def _postgresql_outage(database_url: str, ana: str, bob: str) -> None:
             assert wait_for(lambda: c.cmd("SRNK").code == 205, timeout=30)
             assert c.cmd(f"JUEG:{bob}").code == 200  # the failed JUEG left nothing behind
         assert srv.proc.poll() is None  # still running
-        assert "storage error" in srv.log_text()
+        assert wait_for(lambda: "storage error" in srv.log_text())
     finally:
         srv.stop()
         proxy.close()
@@ -121,7 +121,7 @@ def _sqlite_outage(database_url: str, ana: str, bob: str) -> None:
             blocker.execute("ROLLBACK")
             assert c.cmd(f"JUEG:{bob}").code == 200
         assert srv.proc.poll() is None
-        assert "storage error" in srv.log_text()
+        assert wait_for(lambda: "storage error" in srv.log_text())
     finally:
         blocker.close()
         srv.stop()

@@ -65,7 +65,7 @@ def test_two_workers_serve_one_game_between_them(two_workers, new_user):
         assert (st.status, st.winner, st.next_ply) == (2, 2, 5)
         seen_by_black = stat(b, m.pid)
         assert (seen_by_black.status, seen_by_black.winner, seen_by_black.next_ply) == (2, 2, 5)
-        assert "[worker 1]" in srv.log_text() and "[worker 2]" in srv.log_text()
+        assert wait_for(lambda: "[worker 1]" in srv.log_text() and "[worker 2]" in srv.log_text())
     finally:
         w.close()
         b.close()
