@@ -30,7 +30,28 @@ class ProcSample:
 
 
 def sample(pid: int) -> ProcSample | None:
-    """The process's memory, thread count and CPU time now; None once it is gone."""
+    """The memory, threads and CPU time of the process and its children (the workers of
+    ``--workers N``) now, summed; None once the process is gone."""
+    own = _sample_one(pid)
+    if own is None:
+        return None
+    parts = [own] + [p for child in _children(pid) if (p := _sample_one(child)) is not None]
+    return ProcSample(
+        rss_kib=sum(p.rss_kib for p in parts),
+        hwm_kib=sum(p.hwm_kib for p in parts),
+        threads=sum(p.threads for p in parts),
+        cpu_seconds=sum(p.cpu_seconds for p in parts),
+    )
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _sample_one(pid: int) -> ProcSample | None:
     try:
         status = Path(f"/proc/{pid}/status").read_text()
         stat = Path(f"/proc/{pid}/stat").read_text()
