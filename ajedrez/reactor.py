@@ -61,7 +61,11 @@ class Reactor:
             lim.login_delay_base, lim.login_delay_max, lim.login_forget_after
         )
         self._pool = ThreadPoolExecutor(command_threads, thread_name_prefix="command")
-        self._hashing = asyncio.Semaphore(lim.max_password_checks)
+        # Commands that hash a password run in their own few threads: that caps the
+        # argon2 work at once (19 MiB each), and glibc keeps a freed argon2 buffer in the
+        # arena of the thread that used it, so few threads also means little memory kept
+        # (bench/idle.py: ~345 MiB of arenas when every command thread had hashed).
+        self._hash_pool = ThreadPoolExecutor(lim.max_password_checks, thread_name_prefix="password")
         self._servers: list[asyncio.Server] = []
         self._stopping = asyncio.Event()
         self._idle: dict[asyncio.Task[None], bool] = {}  # task -> waiting for input
@@ -108,7 +112,8 @@ class Reactor:
             await asyncio.gather(*late, return_exceptions=True)
         for server in self._servers:
             await server.wait_closed()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        for pool in (self._pool, self._hash_pool):
+            pool.shutdown(wait=True, cancel_futures=True)
         log.info("all sessions closed")
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -200,14 +205,12 @@ class Reactor:
             if delay > 0:
                 log.info("delaying a login of %r from %s by %.1f s", user, session.peer, delay)
                 await asyncio.sleep(delay)  # waits on the loop: no thread is held
-        if session.costs_a_hash(line):
-            async with self._hashing:  # taken before the work is handed to a thread
-                return await self._in_thread(session, line)
-        return await self._in_thread(session, line)
+        pool = self._hash_pool if session.costs_a_hash(line) else self._pool
+        return await self._in_thread(session, line, pool)
 
-    async def _in_thread(self, session: Session, line: bytes) -> Outcome:
+    async def _in_thread(self, session: Session, line: bytes, pool: ThreadPoolExecutor) -> Outcome:
         loop = asyncio.get_running_loop()
-        work = loop.run_in_executor(self._pool, session.handle_line, line)
+        work = loop.run_in_executor(pool, session.handle_line, line)
         # Shielded: a stop never abandons a command half-way in its thread.
         return await asyncio.shield(work)
 

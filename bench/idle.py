@@ -48,7 +48,7 @@ from ajedrez.client.errors import ClientError, ReplyError
 
 from .aclient import AsyncClient
 from .seed import PASSWORD, seed_users, user_names
-from .server_proc import ServerProcess, Watcher, sample
+from .server_proc import ServerProcess, Watcher
 from .stats import percentile
 
 TARGET_RSS_MIB = 1024.0
@@ -128,7 +128,6 @@ class Memory:
         self.points: list[dict[str, Any]] = []
 
     def take(self, label: str, held: int) -> dict[str, Any]:
-        own = sample(os.getpid())
         server = self.watcher.poll() if self.watcher is not None else None
         point = {
             "label": label,
@@ -136,7 +135,9 @@ class Memory:
             "server_rss_mib": _mib(server.rss_kib) if server else None,
             "server_hwm_mib": _mib(server.hwm_kib) if server else None,
             "server_threads": server.threads if server else None,
-            "client_rss_mib": _mib(own.rss_kib) if own else None,
+            # Not server_proc.sample: that one adds the children, and the server is ours.
+            "client_rss_mib": _mib(_own_rss_kib()),
+            "loadavg_1min": round(os.getloadavg()[0], 2),
         }
         self.points.append(point)
         return point
@@ -147,6 +148,86 @@ class Memory:
 
 def _mib(kib: int) -> float:
     return round(kib / 1024.0, 1)
+
+
+def _own_rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def memory_map(pid: int) -> dict[str, float]:
+    """RSS (MiB) of a process and its children by kind of mapping, from /proc/PID/smaps.
+
+    glibc gives each thread that mallocs its own arena: anonymous heaps aligned to 64 MiB,
+    which keep freed memory (argon2's 19 MiB per hash, for one) resident.
+    """
+    totals = dict.fromkeys(("thread_arenas", "main_heap", "other_anonymous", "files"), 0.0)
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    pids = [pid] + [int(c) for c in children.read_text().split()] if children.exists() else [pid]
+    for one in pids:
+        kind = "other_anonymous"
+        try:
+            lines = Path(f"/proc/{one}/smaps").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            head = line.split(maxsplit=5)
+            if "-" in head[0] and not head[0].endswith(":"):
+                name = head[5] if len(head) > 5 else ""
+                start = int(head[0].split("-")[0], 16)
+                kind = (
+                    "main_heap"
+                    if name == "[heap]"
+                    else "files"
+                    if name.startswith("/")
+                    else "thread_arenas"
+                    if not name and start % (64 << 20) == 0
+                    else "other_anonymous"
+                )
+            elif head[0] == "Rss:":
+                totals[kind] += int(head[1]) / 1024.0
+    return {k: round(v, 1) for k, v in totals.items()}
+
+
+@dataclass
+class CpuWindow:
+    """Machine and server CPU over a stretch of the run, to tell a busy machine apart."""
+
+    watcher: Watcher | None
+    start: float = 0.0
+    ticks: tuple[int, int] = (0, 0)
+    server_cpu: float | None = None
+
+    def __enter__(self) -> CpuWindow:
+        self.start, self.ticks = time.perf_counter(), _machine_ticks()
+        self.server_cpu = self._server_cpu()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        (b0, t0), (b1, t1) = self.ticks, _machine_ticks()
+        after = self._server_cpu()
+        self.result = {
+            "seconds": round(elapsed, 2),
+            "machine_cpu_busy_percent": round(100.0 * (b1 - b0) / max(t1 - t0, 1), 1),
+            "server_cpu_percent": None
+            if after is None or self.server_cpu is None
+            else round(100.0 * (after - self.server_cpu) / elapsed, 1),
+            "loadavg_1min_at_end": round(os.getloadavg()[0], 2),
+        }
+
+    def _server_cpu(self) -> float | None:
+        now = self.watcher.poll() if self.watcher is not None else None
+        return None if now is None else now.cpu_seconds
+
+
+def _machine_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of every CPU from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]
+    return sum(values) - idle, sum(values)
 
 
 async def bounded(count: int, concurrency: int, job: Callable[[int], Awaitable[None]]) -> None:
@@ -215,7 +296,8 @@ async def ping(clients: Sequence[AsyncClient | None], concurrency: int) -> Timin
 async def run(args: argparse.Namespace, host: str, port: int, memory: Memory) -> dict[str, Any]:
     held_names, probe_names = args.names[: args.connections], args.names[args.connections :]
     memory.take("before any login", 0)
-    baseline = await probe(args, host, port, probe_names)
+    with CpuWindow(memory.watcher) as baseline_cpu:
+        baseline = await probe(args, host, port, probe_names)
     print(f"baseline probes: {_line(baseline.summary())}", file=sys.stderr)
     memory.take("after baseline probes", 0)
 
@@ -236,16 +318,18 @@ async def run(args: argparse.Namespace, host: str, port: int, memory: Memory) ->
             point = memory.take(f"{done} logged in", done)
             print(f"  {done} held, server RSS {point['server_rss_mib']} MiB", file=sys.stderr)
 
-    start = time.perf_counter()
-    await bounded(args.connections, args.login_concurrency, hold)
-    login_seconds = time.perf_counter() - start
+    with CpuWindow(memory.watcher) as login_cpu:
+        await bounded(args.connections, args.login_concurrency, hold)
+    login_seconds = login_cpu.result["seconds"]
     print(f"login phase: {done}/{args.connections} in {login_seconds:.1f} s", file=sys.stderr)
 
     await asyncio.sleep(args.settle)
     memory.take("held, idle", done)
+    layout = memory_map(memory.watcher.pid) if memory.watcher is not None else None
     sample_ids = random.Random(1).sample(range(args.connections), min(args.pings, len(clients)))
     pings = await ping([clients[i] for i in sample_ids], 1)
-    held_probe = await probe(args, host, port, probe_names)
+    with CpuWindow(memory.watcher) as held_cpu:
+        held_probe = await probe(args, host, port, probe_names)
     print(f"probes with {done} held: {_line(held_probe.summary())}", file=sys.stderr)
     memory.take("after probes", done)
     alive = await ping(clients, 64)
@@ -260,12 +344,14 @@ async def run(args: argparse.Namespace, host: str, port: int, memory: Memory) ->
             "seconds": round(login_seconds, 2),
             "logins_per_second": round(done / login_seconds, 1) if login_seconds else None,
             "login": logins.summary(),
+            "cpu": login_cpu.result,
         },
-        "probe_baseline": baseline.summary(),
-        "probe_held": held_probe.summary(),
+        "probe_baseline": {**baseline.summary(), "cpu": baseline_cpu.result},
+        "probe_held": {**held_probe.summary(), "cpu": held_cpu.result},
         "pings": pings.summary(),
         "alive_check": {**alive.summary(), "alive": alive.outcomes["ok"]},
         "memory": memory.points,
+        "server_memory_map_held_mib": layout,
     }
 
 
@@ -332,15 +418,21 @@ def render(report: dict[str, Any]) -> str:
         f"{sc['probe_concurrency']}",
         "",
         f"{'memory point':<24} {'held':>6} {'srv RSS MiB':>12} {'srv HWM MiB':>12} "
-        f"{'threads':>8} {'bench RSS MiB':>14}",
+        f"{'threads':>8} {'bench RSS MiB':>14} {'load':>6}",
     ]
     for p in res["memory"]:
         lines.append(
             f"{p['label']:<24} {p['held']:>6} {_num(p['server_rss_mib']):>12} "
             f"{_num(p['server_hwm_mib']):>12} {_num(p['server_threads']):>8} "
-            f"{_num(p['client_rss_mib']):>14}"
+            f"{_num(p['client_rss_mib']):>14} {p['loadavg_1min']:>6}"
         )
     slope = d.get("server_kib_per_connection_slope")
+    layout = res["server_memory_map_held_mib"]
+    if layout:
+        lines.append(
+            "server RSS held, by mapping (MiB): "
+            + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in layout.items())
+        )
     lines += [
         "",
         f"server per connection: {_num(d.get('server_kib_per_connection'))} KiB "
@@ -352,8 +444,9 @@ def render(report: dict[str, Any]) -> str:
         f"({_num(lp['logins_per_second'])}/s); each login {_line(lp['login'])}",
         "",
         "new login (connect, USER, PASS), ms:",
-        f"  with 0 held:    {_line(res['probe_baseline'])}",
-        f"  with {res['held_logged_in']} held: {_line(res['probe_held'])}",
+        f"  with 0 held:    {_line(res['probe_baseline'])}; {_cpu(res['probe_baseline'])}",
+        f"  with {res['held_logged_in']} held: {_line(res['probe_held'])}; "
+        + _cpu(res["probe_held"]),
         f"HELP:QUIT on {res['pings']['count']} held sessions, ms: {_line(res['pings'])}",
         f"held sessions alive at the end: {res['alive_check']['alive']}/{sc['connections']} "
         f"({_outcomes(res['alive_check']['outcomes'])})",
@@ -364,6 +457,11 @@ def render(report: dict[str, Any]) -> str:
         f"{_yes(t['all_held'])}",
     ]
     return "\n".join(lines)
+
+
+def _cpu(s: dict[str, Any]) -> str:
+    c = s["cpu"]
+    return f"machine busy {c['machine_cpu_busy_percent']}%, server {_num(c['server_cpu_percent'])}%"
 
 
 def _num(v: object) -> str:
@@ -437,8 +535,9 @@ def scenario(args: argparse.Namespace, server: ServerProcess | None, address: st
             "platform": platform.platform(),
             "python": platform.python_version(),
         },
-        "commit": _git("rev-parse", "HEAD"),
-        "worktree_dirty": bool(_git("status", "--porcelain")),
+        "commit": args.commit,
+        "worktree_dirty": args.dirty,
+        "malloc_env": {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")},
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": shlex.join(["python", "-m", "bench.idle", *sys.argv[1:]]),
     }
@@ -467,6 +566,8 @@ def _mem_total_mib() -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.commit = _git("rev-parse", "HEAD")  # at the start: the tree may move during a run
+    args.dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     # Each held session is one fd here and one in the server; a server started below
     # inherits this limit (it does not raise its own).
     args.fd_limit = raise_fd_limit(args.connections + 2 * args.probe_concurrency + 500)

@@ -333,12 +333,14 @@ class CountingAccounts:
     def __init__(self) -> None:
         self.running = 0
         self.most = 0
+        self.threads: set[str] = set()
         self.lock = threading.Lock()
 
     def subscribe(self, name: str, password: str, comment: str) -> None:
         with self.lock:
             self.running += 1
             self.most = max(self.most, self.running)
+            self.threads.add(threading.current_thread().name)
         time.sleep(0.2)
         with self.lock:
             self.running -= 1
@@ -371,6 +373,8 @@ def test_password_hashes_are_capped() -> None:
     headers = asyncio.run(scenario())
     assert all(h[:3] == b"103" for h in headers), headers
     assert accounts.most == 2  # 8 at once, 16 threads free, yet never more than 2 hashing
+    # ...and always the same 2 threads, so at most 2 allocator arenas keep argon2 buffers.
+    assert len(accounts.threads) == 2, accounts.threads
 
 
 # -- graceful stop ---------------------------------------------------------------------------
