@@ -27,6 +27,8 @@ Database faults surface as :class:`StorageError` and unique-key violations as
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -61,6 +63,34 @@ class Conflict(Exception):
     """A unique key or other constraint refused a write; the transaction was rolled back."""
 
 
+class _FileLock:
+    """Orders the SQLite writers of different processes (``--workers``, the admin tool).
+
+    ``BEGIN IMMEDIATE`` alone would be correct, but a process that finds the write lock
+    taken sleeps in SQLite's busy handler, up to 100 ms between retries, so two busy
+    processes would waste most of their time asleep. A blocking ``flock`` on a file next to
+    the database wakes the next process as soon as the last one has committed. Opened
+    lazily and per process: a lock inherited across ``fork`` would be shared, not held.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._pid = 0
+
+    def acquire(self) -> None:
+        if self.path is None:
+            return
+        if self._fd is None or self._pid != os.getpid():
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._pid = os.getpid()
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        if self._fd is not None and self._pid == os.getpid():
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+
 class _Batch:
     """One SQLite write transaction that several writers fill, one after the other.
 
@@ -92,8 +122,6 @@ def redact(url: str | URL) -> str:
 
 
 def default_sqlite_path() -> Path:
-    import os
-
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "ajedrez" / "ajedrez.sqlite3"
 
@@ -104,8 +132,6 @@ def default_url() -> str:
 
 def resolve_url(cli_value: str | None) -> str:
     """Command line over ``AJEDREZ_DATABASE_URL`` over the embedded default."""
-    import os
-
     return cli_value or os.environ.get("AJEDREZ_DATABASE_URL") or default_url()
 
 
@@ -131,6 +157,7 @@ class Database:
         self._queue_lock = threading.Lock()
         self._queued = 0  # threads waiting for _write_lock
         self._batch: _Batch | None = None
+        self._file_lock = _FileLock(None)
         if self.is_sqlite:
             self._prepare_sqlite_path(create)
             # Unbounded overflow: a writer takes the process write lock before a connection,
@@ -157,6 +184,7 @@ class Database:
             if not create and not path.exists():
                 raise StorageError(f"no database file at {path}")
             path.parent.mkdir(parents=True, exist_ok=True)
+            self._file_lock = _FileLock(path.with_name(path.name + "-writer.lock"))
 
     @staticmethod
     def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int) -> None:
@@ -225,8 +253,12 @@ class Database:
         try:
             if self._batch is not None:
                 self._commit_batch(self._batch)
-            with self._transaction("BEGIN IMMEDIATE") as conn:
-                yield Tx(conn, int(time.time()))
+            self._file_lock.acquire()
+            try:
+                with self._transaction("BEGIN IMMEDIATE") as conn:
+                    yield Tx(conn, int(time.time()))
+            finally:
+                self._file_lock.release()
         finally:
             self._write_lock.release()
 
@@ -250,13 +282,20 @@ class Database:
         self._enter_write_lock()
         if self._batch is None:
             try:
-                with _mapped_errors():
-                    conn = self.engine.connect().execution_options(ajedrez_begin="BEGIN IMMEDIATE")
-                    try:
-                        self._batch = _Batch(conn)
-                    except BaseException:
-                        conn.close()
-                        raise
+                self._file_lock.acquire()
+                try:
+                    with _mapped_errors():
+                        conn = self.engine.connect().execution_options(
+                            ajedrez_begin="BEGIN IMMEDIATE"
+                        )
+                        try:
+                            self._batch = _Batch(conn)
+                        except BaseException:
+                            conn.close()
+                            raise
+                except BaseException:
+                    self._file_lock.release()
+                    raise
             except BaseException:
                 self._write_lock.release()
                 raise
@@ -299,6 +338,7 @@ class Database:
         except Conflict as e:  # a deferred constraint: nothing of the batch was stored
             batch.error = StorageError(str(e))
         finally:
+            self._file_lock.release()
             batch.done.set()
 
     def ping(self) -> None:
