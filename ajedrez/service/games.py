@@ -34,6 +34,7 @@ from ..storage.models import (
     Move,
     User,
 )
+from ..storage.prepared import Prepared
 from ..values import format_partida
 
 PROMOTION_CODES = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
@@ -251,7 +252,7 @@ class Games:
     def moves_after(self, caller_id: int, game_id: int, after: int) -> list[MoveRecord]:
         with self.db.read() as conn:
             _color_of(_game_row(conn, game_id), caller_id, game_id)
-            rows = conn.execute(_MOVES_AFTER, {"gid": game_id, "after": after}).all()
+            rows = _MOVES_AFTER.all(conn, gid=game_id, after=after)
         if not rows:
             raise Failure(Reply.F_NOMASJUG, f"no moves after ply {after} in {_pid(game_id)}")
         return [MoveRecord(r.ply, r.jugada, r.reverso, r.posicion, r.promocion) for r in rows]
@@ -282,12 +283,12 @@ class Games:
     def _play(self, tx: Tx, caller_id: int, game_id: int, move: MoveRecord) -> None:
         ply, jugada, posicion, promocion = move.ply, move.jugada, move.posicion, move.promocion
         conn = tx.conn
-        row = conn.execute(_PLAY_ROW, {"gid": game_id}).first()
+        row = _PLAY_ROW.first(conn, gid=game_id)
         if row is None:
             raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
         color = _color_of(row, caller_id, game_id)
         if ply >= 1 and ply == row.next_ply - 1 and _ply_color(ply) == color:
-            last = conn.execute(_MOVE_AT, {"gid": game_id, "ply": ply}).first()
+            last = _MOVE_AT.first(conn, gid=game_id, ply=ply)
             if last is not None and tuple(last) == (jugada, move.reverso, posicion, promocion):
                 return  # an exact resend of the move just stored: nothing to do
         _require_active(row, game_id)
@@ -309,12 +310,13 @@ class Games:
         san = board.san(legal)
         irreversible = board.is_irreversible(legal)
         board.push(legal)
+        fen = board.fen()
         values: dict[str, object] = {
             "g_next": ply + 1,
-            "g_fen": board.fen(),
+            "g_fen": fen,
             "g_changed": tx.stamp,
             "g_base_ply": ply if irreversible else row.base_ply,
-            "g_base_fen": board.fen() if irreversible else row.base_fen,
+            "g_base_fen": fen if irreversible else row.base_fen,
         }
         if board.halfmove_clock >= FIVEFOLD_MIN_PLIES:
             # Only now can the position have occurred five times: python-chess needs the
@@ -322,20 +324,18 @@ class Games:
             board = _replay_since(conn, game_id, row.base_ply, row.base_fen)
             board.push(legal)
         outcome = board.outcome(claim_draw=False)
-        conn.execute(
-            _INSERT_MOVE,
-            {
-                "game_id": game_id,
-                "ply": ply,
-                "jugada": jugada,
-                "reverso": move.reverso,
-                "posicion": posicion,
-                "promocion": promocion,
-                "san": san,
-                "created_at": tx.stamp,
-            },
+        _INSERT_MOVE.run(
+            conn,
+            m_game=game_id,
+            m_ply=ply,
+            m_jugada=jugada,
+            m_reverso=move.reverso,
+            m_posicion=posicion,
+            m_promocion=promocion,
+            m_san=san,
+            m_at=tx.stamp,
         )
-        conn.execute(_UPDATE_AFTER_MOVE, {"gid": game_id, **values})
+        _UPDATE_AFTER_MOVE.run(conn, gid=game_id, **values)
         if outcome is not None:
             winner = _winner_code(outcome.winner)
             _update_game(tx, game_id, **_finish_values(tx, row, winner, outcome.termination))
@@ -483,10 +483,11 @@ def _game_select():  # type: ignore[no-untyped-def]
     )
 
 
-# Built once: constructing a statement and its cache key costs more than running it.
-_GAME = _game_select().where(Game.id == bindparam("gid"))
-_GAME_LOCKED = _GAME.with_for_update(of=Game)
-_PLAY_ROW = (
+# Built and compiled once (storage/prepared.py): for these small statements, SQLAlchemy's
+# statement building and execution cost more than the database's work.
+_GAME = Prepared(_game_select().where(Game.id == bindparam("gid")))
+_GAME_LOCKED = Prepared(_game_select().where(Game.id == bindparam("gid")).with_for_update(of=Game))
+_PLAY_ROW = Prepared(
     select(
         Game.white_id,
         Game.black_id,
@@ -503,16 +504,29 @@ _PLAY_ROW = (
     .where(Game.id == bindparam("gid"))
     .with_for_update()
 )
-_MOVE_AT = select(Move.jugada, Move.reverso, Move.posicion, Move.promocion).where(
-    Move.game_id == bindparam("gid"), Move.ply == bindparam("ply")
+_MOVE_AT = Prepared(
+    select(Move.jugada, Move.reverso, Move.posicion, Move.promocion).where(
+        Move.game_id == bindparam("gid"), Move.ply == bindparam("ply")
+    )
 )
-_MOVES_AFTER = (
+_MOVES_AFTER = Prepared(
     select(Move.ply, Move.jugada, Move.reverso, Move.posicion, Move.promocion)
     .where(Move.game_id == bindparam("gid"), Move.ply > bindparam("after"))
     .order_by(Move.ply)
 )
-_INSERT_MOVE = insert(Move)
-_UPDATE_AFTER_MOVE = (
+_INSERT_MOVE = Prepared(
+    insert(Move).values(
+        game_id=bindparam("m_game"),
+        ply=bindparam("m_ply"),
+        jugada=bindparam("m_jugada"),
+        reverso=bindparam("m_reverso"),
+        posicion=bindparam("m_posicion"),
+        promocion=bindparam("m_promocion"),
+        san=bindparam("m_san"),
+        created_at=bindparam("m_at"),
+    )
+)
+_UPDATE_AFTER_MOVE = Prepared(
     update(Game)
     .where(Game.id == bindparam("gid"))
     .values(
@@ -526,7 +540,7 @@ _UPDATE_AFTER_MOVE = (
 
 
 def _game_row(conn: Connection, game_id: int, *, lock: bool = False):  # type: ignore[no-untyped-def]
-    row = conn.execute(_GAME_LOCKED if lock else _GAME, {"gid": game_id}).first()
+    row = (_GAME_LOCKED if lock else _GAME).first(conn, gid=game_id)
     if row is None:
         raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
     return row
@@ -632,7 +646,7 @@ def _replay_since(
 
 def _stored_moves(conn: Connection, game_id: int, *, after: int = 0) -> list[chess.Move]:
     """The game's moves in order; ``jugada`` has no promotion, ``promocion`` carries it."""
-    rows = conn.execute(_MOVES_AFTER, {"gid": game_id, "after": after})
+    rows = _MOVES_AFTER.all(conn, gid=game_id, after=after)
     return [_as_move(r.jugada, r.promocion) for r in rows]
 
 

@@ -40,6 +40,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc, make_url, 
 from sqlalchemy.engine import URL
 
 from ..errors import StorageError, TransientStorageError
+from .prepared import Prepared
 
 SQLITE_BUSY_TIMEOUT = 10.0  # seconds
 GROUP_COMMIT_WRITERS = 32
@@ -50,6 +51,12 @@ SYNC_LOCK_KEY = 0x41_6A_65_64  # "Ajed"
 
 # deadlock_detected, serialization_failure: PostgreSQL rolled back; a rerun may succeed.
 _TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})
+
+# Each writer of a batch; issued on the driver, as SQLAlchemy would compile a new
+# statement for every savepoint name it makes up.
+_SAVEPOINT = Prepared(text("SAVEPOINT writer"))
+_RELEASE_SAVEPOINT = Prepared(text("RELEASE SAVEPOINT writer"))
+_ROLLBACK_TO_SAVEPOINT = Prepared(text("ROLLBACK TO SAVEPOINT writer"))
 
 _PG_WRITE_BEGIN = text(
     "SELECT pg_advisory_xact_lock_shared(:k), floor(extract(epoch FROM clock_timestamp()))"
@@ -229,14 +236,15 @@ class Database:
         batch = self._join_batch()
         try:
             with _mapped_errors():
-                savepoint = batch.conn.begin_nested()
+                _SAVEPOINT.run(batch.conn)
                 try:
                     # Taken under the write lock, so it orders with every other writer.
                     yield Tx(batch.conn, int(time.time()))
                 except BaseException:
-                    savepoint.rollback()
+                    _ROLLBACK_TO_SAVEPOINT.run(batch.conn)
+                    _RELEASE_SAVEPOINT.run(batch.conn)
                     raise
-                savepoint.commit()
+                _RELEASE_SAVEPOINT.run(batch.conn)
             batch.writers += 1
         except BaseException:
             self._leave_batch(batch, failed=True)

@@ -1,0 +1,88 @@
+"""Hot statements: written in SQLAlchemy Core, compiled once, run on the DBAPI cursor.
+
+A move, a STAT or a SPAR runs a handful of tiny statements that SQLite or PostgreSQL
+answer in tens of microseconds; going through ``Connection.execute`` costs more than that
+for each (cache-key lookup, execution context, events, result wrapping). A
+:class:`Prepared` statement keeps the Core definition (one schema, one dialect-correct
+SQL, ``FOR UPDATE`` only where the dialect has it) but compiles it once per dialect and
+hands the SQL straight to the driver. psycopg then prepares it server-side after a few
+runs on a connection. Driver errors are wrapped as SQLAlchemy wraps them, so
+``storage.db`` maps them to ``Conflict``/``StorageError`` as for any other statement.
+
+Only for statements whose columns need no SQLAlchemy type processing (integers, strings).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, exc
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql.expression import Executable
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    order: tuple[str, ...] | None  # positional paramstyle: the parameters' order
+    fixed: dict[str, Any]  # the values of literal parameters (``values(active=True)``)
+    row: Any  # a namedtuple class for the selected columns, or None
+
+
+class Prepared:
+    def __init__(self, statement: Executable) -> None:
+        self.statement = statement
+        self._compiled: dict[str, _Compiled] = {}
+
+    def _for(self, dialect: Dialect) -> _Compiled:
+        found = self._compiled.get(dialect.name)
+        if found is None:
+            compiled = self.statement.compile(dialect=dialect)
+            order = tuple(compiled.positiontup) if compiled.positional else None  # type: ignore[attr-defined]
+            columns = getattr(self.statement, "selected_columns", None)
+            row = namedtuple("Row", [c.key for c in columns]) if columns is not None else None  # type: ignore[misc]
+            fixed = {k: v for k, v in compiled.params.items() if v is not None}
+            found = _Compiled(str(compiled), order, fixed, row)
+            self._compiled[dialect.name] = found
+        return found
+
+    def _execute(self, conn: Connection, params: dict[str, Any]) -> tuple[Any, _Compiled]:
+        compiled = self._for(conn.dialect)
+        if compiled.fixed:
+            params = compiled.fixed | params
+        args: Any = params if compiled.order is None else tuple(params[k] for k in compiled.order)
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        dbapi = conn.dialect.loaded_dbapi
+        try:
+            cursor.execute(compiled.sql, args)
+        except dbapi.Error as e:
+            cursor.close()
+            raise exc.DBAPIError.instance(
+                compiled.sql, None, e, dbapi.Error, hide_parameters=True, dialect=conn.dialect
+            ) from e
+        return cursor, compiled
+
+    def all(self, conn: Connection, **params: Any) -> list[Any]:
+        cursor, compiled = self._execute(conn, params)
+        try:
+            return [compiled.row._make(r) for r in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    def first(self, conn: Connection, **params: Any) -> Any:
+        cursor, compiled = self._execute(conn, params)
+        try:
+            found = cursor.fetchone()
+        finally:
+            cursor.close()
+        return None if found is None else compiled.row._make(found)
+
+    def run(self, conn: Connection, **params: Any) -> int:
+        """A statement without rows; returns how many rows it changed."""
+        cursor, _compiled = self._execute(conn, params)
+        try:
+            return int(cursor.rowcount)
+        finally:
+            cursor.close()
