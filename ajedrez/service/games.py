@@ -233,7 +233,7 @@ class Games:
             return tx.stamp, out
 
     def status(self, caller_id: int, game_id: int) -> GameStatus:
-        with self.db.read() as conn:
+        with self.db.read_each() as conn:
             row = _game_row(conn, game_id)
             color = _color_of(row, caller_id, game_id)
             return GameStatus(
@@ -250,7 +250,9 @@ class Games:
             )
 
     def moves_after(self, caller_id: int, game_id: int, after: int) -> list[MoveRecord]:
-        with self.db.read() as conn:
+        # The players of a game never change and moves are only appended: the two
+        # statements need no common snapshot.
+        with self.db.read_each() as conn:
             _color_of(_game_row(conn, game_id), caller_id, game_id)
             rows = _MOVES_AFTER.all(conn, gid=game_id, after=after)
         if not rows:
@@ -270,9 +272,17 @@ class Games:
     # -- moves -------------------------------------------------------------------------
 
     def play(self, caller_id: int, game_id: int, move: MoveRecord) -> None:
+        plan = None
+        if self.db.serializes_writes:
+            # Writers wait for each other (SQLite): check the move and compute its effects
+            # on a snapshot first, so the write only confirms the game has not changed.
+            with self.db.read_each() as conn:
+                row = _PLAY_ROW.first(conn, gid=game_id)
+                if row is not None and not _maybe_resend(row, caller_id, game_id, move):
+                    plan = _plan_move(conn, row, caller_id, game_id, move)
         try:
             with self.db.write() as tx:
-                self._play(tx, caller_id, game_id, move)
+                self._play(tx, caller_id, game_id, move, plan)
         except Conflict:
             # Another transaction stored this ply first (possible only across databases
             # that do not honour the row lock); the client must resynchronise.
@@ -280,65 +290,47 @@ class Games:
                 Reply.F_PLY, f"ply {move.ply} of {_pid(game_id)} was just played"
             ) from None
 
-    def _play(self, tx: Tx, caller_id: int, game_id: int, move: MoveRecord) -> None:
-        ply, jugada, posicion, promocion = move.ply, move.jugada, move.posicion, move.promocion
+    def _play(
+        self, tx: Tx, caller_id: int, game_id: int, move: MoveRecord, plan: _Plan | None
+    ) -> None:
         conn = tx.conn
         row = _PLAY_ROW.first(conn, gid=game_id)
         if row is None:
             raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
-        color = _color_of(row, caller_id, game_id)
-        if ply >= 1 and ply == row.next_ply - 1 and _ply_color(ply) == color:
-            last = _MOVE_AT.first(conn, gid=game_id, ply=ply)
-            if last is not None and tuple(last) == (jugada, move.reverso, posicion, promocion):
+        if _maybe_resend(row, caller_id, game_id, move):
+            last = _MOVE_AT.first(conn, gid=game_id, ply=move.ply)
+            if last is not None and tuple(last) == (
+                move.jugada,
+                move.reverso,
+                move.posicion,
+                move.promocion,
+            ):
                 return  # an exact resend of the move just stored: nothing to do
-        _require_active(row, game_id)
-        if _ply_color(row.next_ply) != color:
-            raise Failure(Reply.F_NOTURN, f"it is your opponent's turn in {_pid(game_id)}")
-        if ply != row.next_ply:
-            raise Failure(
-                Reply.F_PLY,
-                f"#jugada {ply} is not the next ply of {_pid(game_id)}: expected {row.next_ply}",
-            )
-        if REQ_OFFER in (row.req_white, row.req_black):
-            raise Failure(
-                Reply.F_DRAWPEND,
-                f"a draw offer is pending in {_pid(game_id)}: it must be answered (RTBL) first",
-            )
-        # The stored position settles legality without replaying the game.
-        board = chess.Board(row.fen)
-        legal = _check_move(board, jugada, posicion, promocion)
-        san = board.san(legal)
-        irreversible = board.is_irreversible(legal)
-        board.push(legal)
-        fen = board.fen()
-        values: dict[str, object] = {
-            "g_next": ply + 1,
-            "g_fen": fen,
-            "g_changed": tx.stamp,
-            "g_base_ply": ply if irreversible else row.base_ply,
-            "g_base_fen": fen if irreversible else row.base_fen,
-        }
-        if board.halfmove_clock >= FIVEFOLD_MIN_PLIES:
-            # Only now can the position have occurred five times: python-chess needs the
-            # plies since the last irreversible move to count, and no more.
-            board = _replay_since(conn, game_id, row.base_ply, row.base_fen)
-            board.push(legal)
-        outcome = board.outcome(claim_draw=False)
+        if plan is None or plan.state != _state(row):
+            plan = _plan_move(conn, row, caller_id, game_id, move)
         _INSERT_MOVE.run(
             conn,
             m_game=game_id,
-            m_ply=ply,
-            m_jugada=jugada,
+            m_ply=move.ply,
+            m_jugada=move.jugada,
             m_reverso=move.reverso,
-            m_posicion=posicion,
-            m_promocion=promocion,
-            m_san=san,
+            m_posicion=move.posicion,
+            m_promocion=move.promocion,
+            m_san=plan.san,
             m_at=tx.stamp,
         )
-        _UPDATE_AFTER_MOVE.run(conn, gid=game_id, **values)
-        if outcome is not None:
-            winner = _winner_code(outcome.winner)
-            _update_game(tx, game_id, **_finish_values(tx, row, winner, outcome.termination))
+        _UPDATE_AFTER_MOVE.run(
+            conn,
+            gid=game_id,
+            g_next=move.ply + 1,
+            g_fen=plan.fen,
+            g_changed=tx.stamp,
+            g_base_ply=plan.base_ply,
+            g_base_fen=plan.base_fen,
+        )
+        if plan.outcome is not None:
+            winner = _winner_code(plan.outcome.winner)
+            _update_game(tx, game_id, **_finish_values(tx, row, winner, plan.outcome.termination))
 
     # -- draws, resignation ------------------------------------------------------------
 
@@ -626,6 +618,78 @@ def _open_request(conn: Connection, lo: int, hi: int) -> int | None:
 def _active_game(conn: Connection, lo: int, hi: int) -> int | None:
     return conn.scalar(
         select(Game.id).where(Game.user_lo == lo, Game.user_hi == hi, Game.status == STATUS_ACTIVE)
+    )
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A move checked against a game row, with everything its write needs."""
+
+    state: tuple[object, ...]  # the row it was computed from (see _state)
+    san: str
+    fen: str
+    base_ply: int
+    base_fen: str | None
+    outcome: chess.Outcome | None
+
+
+def _state(row) -> tuple[object, ...]:  # type: ignore[no-untyped-def]
+    """Everything of a game row that a move's check and effects depend on; the moves
+    since ``base_ply`` are fixed by it too, as moves are only ever appended."""
+    return (
+        row.white_id,
+        row.black_id,
+        row.status,
+        row.req_white,
+        row.req_black,
+        row.next_ply,
+        row.fen,
+        row.base_ply,
+        row.base_fen,
+    )
+
+
+def _maybe_resend(row, caller_id: int, game_id: int, move: MoveRecord) -> bool:  # type: ignore[no-untyped-def]
+    """Is ``move`` possibly the caller's last move again (it is then not refused)?"""
+    color = _color_of(row, caller_id, game_id)
+    return move.ply >= 1 and move.ply == row.next_ply - 1 and _ply_color(move.ply) == color
+
+
+def _plan_move(conn: Connection, row, caller_id: int, game_id: int, move: MoveRecord) -> _Plan:  # type: ignore[no-untyped-def]
+    """Refuse the move (Failure) or return its effects on the game ``row`` describes."""
+    color = _color_of(row, caller_id, game_id)
+    _require_active(row, game_id)
+    if _ply_color(row.next_ply) != color:
+        raise Failure(Reply.F_NOTURN, f"it is your opponent's turn in {_pid(game_id)}")
+    if move.ply != row.next_ply:
+        raise Failure(
+            Reply.F_PLY,
+            f"#jugada {move.ply} is not the next ply of {_pid(game_id)}: expected {row.next_ply}",
+        )
+    if REQ_OFFER in (row.req_white, row.req_black):
+        raise Failure(
+            Reply.F_DRAWPEND,
+            f"a draw offer is pending in {_pid(game_id)}: it must be answered (RTBL) first",
+        )
+    # The stored position settles legality without replaying the game.
+    board = chess.Board(row.fen)
+    legal = _check_move(board, move.jugada, move.posicion, move.promocion)
+    san = board.san(legal)
+    irreversible = board.is_irreversible(legal)
+    board.push(legal)
+    fen = board.fen()
+    if board.halfmove_clock >= FIVEFOLD_MIN_PLIES:
+        # Only now can the position have occurred five times: python-chess needs the
+        # plies since the last irreversible move to count, and no more.
+        board = _replay_since(conn, game_id, row.base_ply, row.base_fen)
+        board.push(legal)
+    return _Plan(
+        _state(row),
+        san,
+        fen,
+        move.ply if irreversible else row.base_ply,
+        fen if irreversible else row.base_fen,
+        board.outcome(claim_draw=False),
     )
 
 

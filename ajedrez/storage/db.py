@@ -5,6 +5,11 @@ Three kinds of transaction, each a context manager yielding a :class:`Tx`:
 ``read()``
     A plain read, yielding the connection. SQLite: deferred ``BEGIN`` (a WAL snapshot
     that never blocks writers).
+``read_each()``
+    A read whose statements need no common snapshot (STAT, SPAR): on SQLite, prepared
+    statements (``storage/prepared.py``) then run in autocommit, each its own snapshot,
+    which spares a BEGIN and a COMMIT per request. Statements run through SQLAlchemy
+    still open a transaction, rolled back at the end.
 ``write()``
     A write. Its ``stamp`` is the fecha written into every ``changed_at`` it touches.
     SQLite: ``BEGIN IMMEDIATE`` (the write lock is taken up front, so two writers never
@@ -211,6 +216,12 @@ class Database:
             mode = conn.get_execution_options().get("ajedrez_begin", "BEGIN")
             conn.exec_driver_sql(mode)
 
+    @property
+    def serializes_writes(self) -> bool:
+        """Do all writers wait for one another (SQLite), rather than only for the rows
+        they share (PostgreSQL)? Then work done before ``write()`` shortens every wait."""
+        return self.is_sqlite
+
     def dispose(self) -> None:
         self.engine.dispose()
 
@@ -225,6 +236,11 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         with self._transaction("BEGIN") as conn:
+            yield conn
+
+    @contextmanager
+    def read_each(self) -> Iterator[Connection]:
+        with _mapped_errors(), self.engine.connect() as conn:
             yield conn
 
     @contextmanager
