@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import chess
 import chess.pgn
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, select, update
 from sqlalchemy.orm import aliased
 
 from ..codes import Reply
@@ -250,12 +250,12 @@ class Games:
             )
 
     def moves_after(self, caller_id: int, game_id: int, after: int) -> list[MoveRecord]:
-        # The players of a game never change and moves are only appended: the two
-        # statements need no common snapshot.
         with self.db.read_each() as conn:
-            _color_of(_game_row(conn, game_id), caller_id, game_id)
-            rows = _MOVES_AFTER.all(conn, gid=game_id, after=after)
+            rows = _PLAYERS_AND_MOVES_AFTER.all(conn, gid=game_id, after=after)
         if not rows:
+            raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
+        _color_of(rows[0], caller_id, game_id)
+        if rows[0].ply is None:  # the outer join found the game but no move
             raise Failure(Reply.F_NOMASJUG, f"no moves after ply {after} in {_pid(game_id)}")
         return [MoveRecord(r.ply, r.jugada, r.reverso, r.posicion, r.promocion) for r in rows]
 
@@ -504,6 +504,22 @@ _MOVE_AT = Prepared(
 _MOVES_AFTER = Prepared(
     select(Move.ply, Move.jugada, Move.reverso, Move.posicion, Move.promocion)
     .where(Move.game_id == bindparam("gid"), Move.ply > bindparam("after"))
+    .order_by(Move.ply)
+)
+# SPAR in one round trip: the game's players (for the access check) with its new moves.
+_PLAYERS_AND_MOVES_AFTER = Prepared(
+    select(
+        Game.white_id,
+        Game.black_id,
+        Move.ply,
+        Move.jugada,
+        Move.reverso,
+        Move.posicion,
+        Move.promocion,
+    )
+    .select_from(Game)
+    .outerjoin(Move, and_(Move.game_id == Game.id, Move.ply > bindparam("after")))
+    .where(Game.id == bindparam("gid"))
     .order_by(Move.ply)
 )
 _INSERT_MOVE = Prepared(

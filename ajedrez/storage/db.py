@@ -49,6 +49,7 @@ from .prepared import Prepared
 
 SQLITE_BUSY_TIMEOUT = 10.0  # seconds
 GROUP_COMMIT_WRITERS = 32
+PING_IF_IDLE_SECONDS = 5.0  # PostgreSQL: see Database._install_idle_ping
 # A batch stays open only while writers queue; this bounds how long the first one waits.
 GROUP_COMMIT_MAX_SECONDS = 0.010
 # Arbitrary but fixed: the advisory-lock key that orders writers against sync reads.
@@ -184,10 +185,10 @@ class Database:
                 self.url,
                 pool_size=pool_size,
                 max_overflow=pool_size // 2,
-                pool_pre_ping=True,
                 # Error messages and logs never carry SQL parameters (hashes, names).
                 hide_parameters=True,
             )
+            self._install_idle_ping(self.engine)
 
     def _prepare_sqlite_path(self, create: bool) -> None:
         db = self.url.database
@@ -222,6 +223,11 @@ class Database:
         they share (PostgreSQL)? Then work done before ``write()`` shortens every wait."""
         return self.is_sqlite
 
+    @staticmethod
+    def _install_idle_ping(engine: Engine) -> None:
+        event.listen(engine, "checkin", _note_idle_since)
+        event.listen(engine, "checkout", _ping_if_idle)
+
     def dispose(self) -> None:
         self.engine.dispose()
 
@@ -241,6 +247,8 @@ class Database:
     @contextmanager
     def read_each(self) -> Iterator[Connection]:
         with _mapped_errors(), self.engine.connect() as conn:
+            if not self.is_sqlite:  # no BEGIN and ROLLBACK round trips either
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             yield conn
 
     @contextmanager
@@ -368,6 +376,30 @@ class Database:
     def ping(self) -> None:
         with self.read() as conn:
             conn.execute(text("SELECT 1"))
+
+
+def _note_idle_since(_dbapi_conn, record) -> None:  # type: ignore[no-untyped-def]
+    record.info["idle_since"] = time.monotonic()
+
+
+def _ping_if_idle(dbapi_conn, record, _proxy) -> None:  # type: ignore[no-untyped-def]
+    """PostgreSQL: ping a pooled connection before use only if it has been idle a while.
+
+    ``pool_pre_ping`` would cost a round trip on every request, a fifth of a STAT. A
+    connection used moments ago is alive or fails the request it is used for (and is then
+    discarded, see ``storage/prepared.py``); one idle across an outage or a restart is
+    pinged and, if dead, replaced before anybody uses it.
+    """
+    since = record.info.get("idle_since")
+    if since is None or time.monotonic() - since < PING_IF_IDLE_SECONDS:
+        return
+    try:
+        cursor = dbapi_conn.cursor()
+        cursor.execute("SELECT 1")
+        cursor.close()
+        dbapi_conn.rollback()
+    except Exception as e:
+        raise exc.DisconnectionError(str(e)) from e  # the pool replaces it and retries
 
 
 @contextmanager

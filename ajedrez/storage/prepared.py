@@ -53,14 +53,25 @@ class Prepared:
         if compiled.fixed:
             params = compiled.fixed | params
         args: Any = params if compiled.order is None else tuple(params[k] for k in compiled.order)
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         dbapi = conn.dialect.loaded_dbapi
+        cursor = None
         try:
+            cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
             cursor.execute(compiled.sql, args)
         except dbapi.Error as e:
-            cursor.close()
+            lost = conn.dialect.is_disconnect(e, conn.connection.dbapi_connection, cursor)
+            if cursor is not None:
+                cursor.close()
+            if lost:  # as SQLAlchemy does: a dead connection must not go back to the pool
+                conn.invalidate(e)
             raise exc.DBAPIError.instance(
-                compiled.sql, None, e, dbapi.Error, hide_parameters=True, dialect=conn.dialect
+                compiled.sql,
+                None,
+                e,
+                dbapi.Error,
+                hide_parameters=True,
+                connection_invalidated=lost,
+                dialect=conn.dialect,
             ) from e
         return cursor, compiled
 
