@@ -11,6 +11,7 @@ otherwise is replaced, unless workers keep dying as soon as they start.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -24,8 +25,24 @@ log = logging.getLogger("ajedrez")
 # after that many such deaths in a row the master gives up instead of looping.
 QUICK_DEATH_SECONDS = 5.0
 QUICK_DEATHS_ALLOWED = 3
+# After SIGTERM a worker gets its own stop grace plus this before it is killed.
+STOP_MARGIN_SECONDS = 5.0
+WAIT_POLL_SECONDS = 0.2
 
 Listeners = dict[str, socket.socket]
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _end_with_parent() -> None:
+    """Linux: SIGTERM this worker when the master dies, even by SIGKILL, so that no
+    worker is left serving on its own."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the master died before the call above took effect
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def open_listener(host: str, port: int, backlog: int) -> socket.socket:
@@ -36,8 +53,16 @@ def open_listener(host: str, port: int, backlog: int) -> socket.socket:
 
 
 class Master:
-    def __init__(self, workers: int, listeners: Listeners, run_worker: Callable[[int], int]):
+    def __init__(
+        self,
+        workers: int,
+        listeners: Listeners,
+        run_worker: Callable[[int], int],
+        stop_grace: float,
+    ) -> None:
         self.workers = workers
+        self.stop_grace = stop_grace
+        self.stop_deadline: float | None = None
         self.listeners = listeners
         self.run_worker = run_worker
         self.children: dict[int, tuple[int, float]] = {}  # pid -> (worker number, start)
@@ -51,9 +76,13 @@ class Master:
         quick_deaths, failed = 0, False
         while self.children:
             try:
-                pid, status = os.wait()
+                pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 break
+            if pid == 0:
+                self._kill_late_workers()
+                time.sleep(WAIT_POLL_SECONDS)
+                continue
             number, started = self.children.pop(pid)
             code = os.waitstatus_to_exitcode(status)
             if self.stopping:
@@ -80,7 +109,19 @@ class Master:
             )
         self._stop_all(signal.SIGTERM)
 
+    def _kill_late_workers(self) -> None:
+        """A worker still running long after SIGTERM is killed: the master must end."""
+        if self.stop_deadline is None or time.monotonic() < self.stop_deadline:
+            return
+        for pid, (number, _started) in self.children.items():
+            log.error("worker %d (pid %d) did not stop in time; killing it", number, pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.stop_deadline = None
+
     def _stop_all(self, signum: int) -> None:
+        if not self.stopping:
+            self.stop_deadline = time.monotonic() + self.stop_grace + STOP_MARGIN_SECONDS
         self.stopping = True
         for pid in list(self.children):
             with contextlib.suppress(ProcessLookupError):
@@ -93,6 +134,7 @@ class Master:
             try:
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, signal.SIG_DFL)
+                _end_with_parent()
                 code = self.run_worker(number)
             except BaseException:
                 log.exception("worker %d failed", number)

@@ -107,7 +107,7 @@ def _serve_workers(settings: Settings, url: str, tls: ssl.SSLContext | None) -> 
             db.dispose()
 
     log.info("starting %d worker processes", settings.workers)
-    code = Master(settings.workers, listeners, run_worker).run()
+    code = Master(settings.workers, listeners, run_worker, settings.limits.stop_grace).run()
     log.info("server stopped")
     return code
 
@@ -136,7 +136,12 @@ async def _serve(
         return 1
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, _stop, reactor, signum)
+        # Not loop.add_signal_handler: it learns of a signal through the loop's self-pipe,
+        # which a busy server can fill (every command thread's result writes to it), and a
+        # signal that finds it full is lost (seen at 1,000 players: a worker missed its
+        # SIGTERM). A plain handler runs on this thread at the next bytecode and queues
+        # the stop on the loop directly.
+        signal.signal(signum, lambda n, _frame: loop.call_soon_threadsafe(_stop, reactor, n))
     if listeners is None:
         _log_listening(opened)
     else:

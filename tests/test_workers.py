@@ -115,3 +115,34 @@ def test_workers_setting_must_be_positive(database_url):
     done = run_server("--database-url", database_url, "--port", "0", "--workers", "0")
     assert done.returncode == 2
     assert "workers must be at least 1" in done.stderr
+
+
+def test_workers_end_when_the_master_is_killed(two_workers):
+    srv = two_workers
+    workers = _workers(srv.proc.pid)
+    srv.proc.kill()  # no chance to stop them: the kernel tells them (PR_SET_PDEATHSIG)
+    srv.proc.wait(10)
+    assert wait_for(lambda: not any(_alive(pid) for pid in workers), timeout=20)
+
+
+def test_a_worker_that_does_not_stop_is_killed(database_url):
+    srv = start_server(database_url, "--workers", "2", "--stop-grace", "1")
+    try:
+        assert wait_for(lambda: srv.log_text().count("serving") >= 2), srv.log_text()
+        stuck, other = _workers(srv.proc.pid)
+        os.kill(stuck, signal.SIGSTOP)  # it cannot see SIGTERM
+        srv.proc.terminate()
+        assert srv.proc.wait(30) == 0
+        assert not _alive(stuck) and not _alive(other)
+        assert wait_for(lambda: "did not stop in time; killing it" in srv.log_text())
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
