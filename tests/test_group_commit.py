@@ -212,29 +212,3 @@ def test_group_commit_of_one_commits_every_writer(tmp_path):
         assert commits[0] == 40
     finally:
         db.dispose()
-
-
-def test_another_process_writing_too_long_gives_a_storage_error(tmp_path):
-    """The turn between processes is an flock; held past the busy timeout, it fails the
-    write as SQLite's own lock would, and the next write after it is released succeeds."""
-    import fcntl
-    import os
-
-    path = tmp_path / "turns.sqlite3"
-    db = Database(f"sqlite:///{path}", busy_timeout=0.3)
-    try:
-        with db.engine.begin() as c:
-            c.execute(text("CREATE TABLE item (id INTEGER PRIMARY KEY, who TEXT)"))
-        other = os.open(f"{path}-writer.lock", os.O_RDWR | os.O_CREAT)  # another process's
-        fcntl.flock(other, fcntl.LOCK_EX)
-        started = time.monotonic()
-        with pytest.raises(StorageError, match="another process"), db.write() as tx:
-            tx.conn.execute(text("INSERT INTO item (who) VALUES ('blocked')"))
-        assert 0.3 <= time.monotonic() - started < 5
-        fcntl.flock(other, fcntl.LOCK_UN)
-        os.close(other)
-        with db.write() as tx:
-            tx.conn.execute(text("INSERT INTO item (who) VALUES ('after')"))
-        assert _rows(db) == ["after"]
-    finally:
-        db.dispose()

@@ -49,12 +49,9 @@ from .prepared import Prepared
 
 SQLITE_BUSY_TIMEOUT = 10.0  # seconds
 GROUP_COMMIT_WRITERS = 32
-PING_IF_IDLE_SECONDS = 5.0  # PostgreSQL: see _ping_if_idle
+PING_IF_IDLE_SECONDS = 5.0  # PostgreSQL: see Database._install_idle_ping
 # A batch stays open only while writers queue; this bounds how long the first one waits.
 GROUP_COMMIT_MAX_SECONDS = 0.010
-# Waits between tries for another process's turn to write (see _FileLock).
-FLOCK_FIRST_PAUSE = 0.0002
-FLOCK_LONGEST_PAUSE = 0.002
 # Arbitrary but fixed: the advisory-lock key that orders writers against sync reads.
 SYNC_LOCK_KEY = 0x41_6A_65_64  # "Ajed"
 
@@ -84,41 +81,23 @@ class _FileLock:
 
     ``BEGIN IMMEDIATE`` alone would be correct, but a process that finds the write lock
     taken sleeps in SQLite's busy handler, up to 100 ms between retries, so two busy
-    processes would waste most of their time asleep. An ``flock`` on a file next to the
-    database, retried every fraction of a millisecond, hands the turn over as soon as the
-    last writer has committed, and gives up after the busy timeout like SQLite would.
-    Opened lazily and per process: a lock inherited across ``fork`` is shared, not held.
+    processes would waste most of their time asleep. A blocking ``flock`` on a file next to
+    the database wakes the next process as soon as the last one has committed. Opened
+    lazily and per process: a lock inherited across ``fork`` would be shared, not held.
     """
 
-    def __init__(self, path: Path | None, timeout: float) -> None:
+    def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.timeout = timeout
         self._fd: int | None = None
         self._pid = 0
 
     def acquire(self) -> None:
         if self.path is None:
             return
-        try:
-            if self._fd is None or self._pid != os.getpid():
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-                self._pid = os.getpid()
-            deadline = time.monotonic() + self.timeout
-            pause = FLOCK_FIRST_PAUSE
-            while True:
-                try:
-                    fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise StorageError(
-                            "database is locked: another process has been writing for "
-                            f"{self.timeout:g} s"
-                        ) from None
-                    time.sleep(pause)
-                    pause = min(pause * 2, FLOCK_LONGEST_PAUSE)
-        except OSError as e:
-            raise StorageError(f"cannot lock {self.path}: {e.strerror or e}") from e
+        if self._fd is None or self._pid != os.getpid():
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._pid = os.getpid()
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
 
     def release(self) -> None:
         if self._fd is not None and self._pid == os.getpid():
@@ -191,7 +170,7 @@ class Database:
         self._queue_lock = threading.Lock()
         self._queued = 0  # threads waiting for _write_lock
         self._batch: _Batch | None = None
-        self._file_lock = _FileLock(None, busy_timeout)
+        self._file_lock = _FileLock(None)
         if self.is_sqlite:
             self._prepare_sqlite_path(create)
             # Unbounded overflow: a writer takes the process write lock before a connection,
@@ -218,9 +197,7 @@ class Database:
             if not create and not path.exists():
                 raise StorageError(f"no database file at {path}")
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._file_lock = _FileLock(
-                path.with_name(path.name + "-writer.lock"), self.busy_timeout_ms / 1000
-            )
+            self._file_lock = _FileLock(path.with_name(path.name + "-writer.lock"))
 
     @staticmethod
     def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int) -> None:
