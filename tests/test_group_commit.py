@@ -212,3 +212,35 @@ def test_group_commit_of_one_commits_every_writer(tmp_path):
         assert commits[0] == 40
     finally:
         db.dispose()
+
+
+def test_writers_of_another_process_wait_for_its_turn(tmp_path):
+    """Processes take turns on an flock of ``<database>-writer.lock``: a write waits while
+    another process holds it and goes on as soon as it is released."""
+    import fcntl
+    import os
+
+    path = tmp_path / "turns.sqlite3"
+    db = Database(f"sqlite:///{path}")
+    try:
+        with db.engine.begin() as c:
+            c.execute(text("CREATE TABLE item (id INTEGER PRIMARY KEY, who TEXT)"))
+        other = os.open(f"{path}-writer.lock", os.O_RDWR | os.O_CREAT)  # another process's
+        fcntl.flock(other, fcntl.LOCK_EX)
+        done = threading.Event()
+
+        def writer() -> None:
+            with db.write() as tx:
+                tx.conn.execute(text("INSERT INTO item (who) VALUES ('waited')"))
+            done.set()
+
+        t = threading.Thread(target=writer)
+        t.start()
+        assert not done.wait(0.5)  # its turn has not come
+        fcntl.flock(other, fcntl.LOCK_UN)
+        assert done.wait(10)
+        t.join(10)
+        os.close(other)
+        assert _rows(db) == ["waited"]
+    finally:
+        db.dispose()
