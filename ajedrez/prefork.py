@@ -33,7 +33,7 @@ Listeners = dict[str, socket.socket]
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def _end_with_parent() -> None:
+def _end_with_parent(master: int) -> None:
     """Linux: SIGTERM this worker when the master dies, even by SIGKILL, so that no
     worker is left serving on its own."""
     try:
@@ -41,7 +41,7 @@ def _end_with_parent() -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
         return
-    if os.getppid() == 1:  # the master died before the call above took effect
+    if os.getppid() != master:  # the master died before the call above took effect
         os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -128,13 +128,14 @@ class Master:
                 os.kill(pid, signum)
 
     def _spawn(self, number: int) -> None:
+        master = os.getpid()
         pid = os.fork()
         if pid == 0:  # the worker: never returns into the master's loop
             code = 1
             try:
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, signal.SIG_DFL)
-                _end_with_parent()
+                _end_with_parent(master)
                 code = self.run_worker(number)
             except BaseException:
                 log.exception("worker %d failed", number)
