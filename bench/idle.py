@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import random
@@ -33,7 +32,6 @@ import secrets
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -47,8 +45,9 @@ from sqlalchemy import make_url
 from ajedrez.client.errors import ClientError, ReplyError
 
 from .aclient import AsyncClient
+from .report import write_json
 from .seed import PASSWORD, seed_users, user_names
-from .server_proc import ServerProcess, Watcher
+from .server_proc import ServerProcess, Watcher, start_or_attach
 from .stats import percentile
 
 TARGET_RSS_MIB = 1024.0
@@ -543,12 +542,6 @@ def scenario(args: argparse.Namespace, server: ServerProcess | None, address: st
     }
 
 
-def _temp_log() -> Path:
-    fd, name = tempfile.mkstemp(prefix="ajedrez-idle-", suffix=".log")
-    os.close(fd)
-    return Path(name)
-
-
 def _git(*argv: str) -> str | None:
     try:
         out = subprocess.run(["git", *argv], capture_output=True, text=True, check=True)
@@ -578,18 +571,15 @@ def main(argv: list[str] | None = None) -> int:
     server: ServerProcess | None = None
     watcher: Watcher | None = None
     try:
-        if args.start_server:
-            log = args.server_log or _temp_log()
-            server = ServerProcess(
-                args.database_url, server_args(args), source_dir=args.server_source, log_path=log
-            )
-            host, port = server.start()
-            watcher = Watcher(server.pid)
-            print(f"server pid {server.pid} on {host}:{port}, log {log}", file=sys.stderr)
-        else:
-            host, _, port_text = args.server.rpartition(":")
-            port = int(port_text)
-            watcher = Watcher(args.server_pid) if args.server_pid else None
+        server, host, port, watcher = start_or_attach(
+            args.database_url,
+            server_args(args),
+            address=args.server,
+            pid=args.server_pid,
+            source_dir=args.server_source,
+            log_path=args.server_log,
+            log_prefix="ajedrez-idle-",
+        )
         args.server_fd_limit = server_fd_limit(watcher.pid if watcher else None)
         seconds = seed_users(args.database_url, args.names)
         print(f"seeded {len(args.names)} accounts in {seconds:.1f} s", file=sys.stderr)
@@ -606,9 +596,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {"scenario": scenario(args, server, f"{host}:{port}"), "results": results}
     print(render(report))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-        print(f"wrote {args.json}", file=sys.stderr)
+        write_json(args.json, report)
     return 0
 
 

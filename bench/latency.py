@@ -60,8 +60,9 @@ import chess
 from sqlalchemy import make_url
 
 from .aclient import AsyncClient, record_move
+from .report import write_json
 from .seed import PASSWORD, user_names
-from .server_proc import ServerProcess, Watcher
+from .server_proc import ServerProcess, Watcher, start_or_attach
 from .stats import CONNECTION_FAILED, percentile
 
 REPO = Path(__file__).resolve().parent.parent
@@ -543,20 +544,16 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.now(UTC).isoformat(timespec="seconds")
     load_start = loadavg()
     try:
-        if args.start_server:
-            log = args.server_log or Path(
-                tempfile.mkstemp(prefix="ajedrez-latency-", suffix=".log")[1]
-            )
-            server = ServerProcess(
-                args.database_url, args.server_arg, source_dir=source, log_path=log
-            )
-            host, port = server.start(timeout=600)
-            watcher = Watcher(server.pid)
-            print(f"server pid {server.pid} on {host}:{port}, log {log}", file=sys.stderr)
-        else:
-            host, _, port_text = args.server.rpartition(":")
-            port = int(port_text)
-            watcher = Watcher(args.server_pid) if args.server_pid else None
+        server, host, port, watcher = start_or_attach(
+            args.database_url,
+            args.server_arg,
+            address=args.server,
+            pid=args.server_pid,
+            source_dir=source,
+            log_path=args.server_log,
+            log_prefix="ajedrez-latency-",
+            start_timeout=600,
+        )
         results = asyncio.run(run(args, host, port, watcher))
     finally:
         if server is not None:
@@ -595,9 +592,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(render(report))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-        print(f"wrote {args.json}", file=sys.stderr)
+        write_json(args.json, report)
     return 0
 
 

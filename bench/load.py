@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import platform
 import random
@@ -23,7 +22,6 @@ import resource
 import secrets
 import shlex
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,9 +32,9 @@ from sqlalchemy import make_url
 from ajedrez.client.errors import ClientError
 
 from .players import Control, Pair, Player, Settings
-from .report import render_table
+from .report import render_table, write_json
 from .seed import PASSWORD, seed_users, user_names
-from .server_proc import PySpy, ServerProcess, Watcher
+from .server_proc import PySpy, ServerProcess, Watcher, start_or_attach
 from .stats import Recorder
 
 
@@ -428,23 +426,15 @@ def main(argv: list[str] | None = None) -> int:
     server: ServerProcess | None = None
     watcher: Watcher | None = None
     try:
-        if args.start_server:
-            log = args.server_log or Path(
-                tempfile.mkstemp(prefix="ajedrez-bench-", suffix=".log")[1]
-            )
-            server = ServerProcess(
-                args.database_url,
-                server_extra_args(args),
-                source_dir=args.server_source,
-                log_path=log,
-            )
-            host, port = server.start()
-            watcher = Watcher(server.pid)
-            print(f"server pid {server.pid} listening on {host}:{port}, log {log}", file=sys.stderr)
-        else:
-            host, _, port_text = args.server.rpartition(":")
-            port = int(port_text)
-            watcher = Watcher(args.server_pid) if args.server_pid else None
+        server, host, port, watcher = start_or_attach(
+            args.database_url,
+            server_extra_args(args),
+            address=args.server,
+            pid=args.server_pid,
+            source_dir=args.server_source,
+            log_path=args.server_log,
+            log_prefix="ajedrez-bench-",
+        )
         seconds = seed_users(args.database_url, args.names)
         print(f"seeded {len(args.names)} accounts in {seconds:.1f} s", file=sys.stderr)
         results = asyncio.run(run(args, host, port, watcher))
@@ -463,8 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         report["results"]["server"]["log"] = str(server.log_path)
     print(render_table(report))
     if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-        print(f"wrote {args.json}", file=sys.stderr)
+        write_json(args.json, report)
     return 0
 
 

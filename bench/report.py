@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
 COMMAND_ORDER = ("JGDA", "STAT", "SPAR", "JUEG", "TRAN", "ACEP", "PPEN", "REND", "USER", "PASS")
@@ -81,3 +84,9 @@ def _command_table(commands: dict[str, dict[str, Any]]) -> str:
 
 def _order(name: str) -> tuple[int, str]:
     return (COMMAND_ORDER.index(name) if name in COMMAND_ORDER else len(COMMAND_ORDER), name)
+
+
+def write_json(path: Path, report: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {path}", file=sys.stderr)

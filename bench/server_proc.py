@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,6 +189,37 @@ class ServerProcess:
         except OSError:
             return "(no log)"
         return " | ".join(text[-lines:])
+
+
+def start_or_attach(
+    database_url: str,
+    server_args: list[str],
+    *,
+    address: str | None,
+    pid: int | None,
+    source_dir: Path | None,
+    log_path: Path | None,
+    log_prefix: str,
+    start_timeout: float = 120.0,
+) -> tuple[ServerProcess | None, str, int, Watcher | None]:
+    """Attach to the server at ``address`` (HOST:PORT; watched if its ``pid`` is given),
+    or, without one, start a server logging to ``log_path`` or a new temporary file.
+    Returns the started server (None when attached), its address and its watcher."""
+    if address is not None:
+        host, _, port_text = address.rpartition(":")
+        return None, host, int(port_text), Watcher(pid) if pid else None
+    if log_path is None:
+        fd, name = tempfile.mkstemp(prefix=log_prefix, suffix=".log")
+        os.close(fd)
+        log_path = Path(name)
+    server = ServerProcess(database_url, server_args, source_dir=source_dir, log_path=log_path)
+    try:
+        host, port = server.start(timeout=start_timeout)
+    except BaseException:
+        server.stop()
+        raise
+    print(f"server pid {server.pid} on {host}:{port}, log {log_path}", file=sys.stderr)
+    return server, host, port, Watcher(server.pid)
 
 
 class PySpy:
