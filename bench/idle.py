@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
 import random
 import resource
 import secrets
@@ -45,6 +44,7 @@ from sqlalchemy import make_url
 from ajedrez.client.errors import ClientError, ReplyError
 
 from .aclient import AsyncClient
+from .host import cpu_ticks, machine
 from .report import write_json
 from .seed import PASSWORD, seed_users, user_names
 from .server_proc import ServerProcess, Watcher, start_or_attach
@@ -200,13 +200,13 @@ class CpuWindow:
     server_cpu: float | None = None
 
     def __enter__(self) -> CpuWindow:
-        self.start, self.ticks = time.perf_counter(), _machine_ticks()
+        self.start, self.ticks = time.perf_counter(), cpu_ticks()
         self.server_cpu = self._server_cpu()
         return self
 
     def __exit__(self, *exc: object) -> None:
         elapsed = max(time.perf_counter() - self.start, 1e-9)
-        (b0, t0), (b1, t1) = self.ticks, _machine_ticks()
+        (b0, t0), (b1, t1) = self.ticks, cpu_ticks()
         after = self._server_cpu()
         self.result = {
             "seconds": round(elapsed, 2),
@@ -220,13 +220,6 @@ class CpuWindow:
     def _server_cpu(self) -> float | None:
         now = self.watcher.poll() if self.watcher is not None else None
         return None if now is None else now.cpu_seconds
-
-
-def _machine_ticks() -> tuple[int, int]:
-    """(busy, total) jiffies of every CPU from /proc/stat."""
-    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = values[3] + values[4]
-    return sum(values) - idle, sum(values)
 
 
 async def bounded(count: int, concurrency: int, job: Callable[[int], Awaitable[None]]) -> None:
@@ -528,12 +521,7 @@ def scenario(args: argparse.Namespace, server: ServerProcess | None, address: st
             "fd_limit": args.server_fd_limit,
         },
         "bench_fd_limit": list(args.fd_limit),
-        "machine": {
-            "cpu_count": os.cpu_count(),
-            "mem_total_mib": _mem_total_mib(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-        },
+        "machine": machine(),
         "commit": args.commit,
         "worktree_dirty": args.dirty,
         "malloc_env": {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")},
@@ -548,13 +536,6 @@ def _git(*argv: str) -> str | None:
     except (OSError, subprocess.CalledProcessError):
         return None
     return out.stdout.strip()
-
-
-def _mem_total_mib() -> int | None:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1]) // 1024
-    return None
 
 
 def main(argv: list[str] | None = None) -> int:

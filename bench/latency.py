@@ -43,7 +43,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import random
 import shlex
 import subprocess
@@ -60,6 +59,7 @@ import chess
 from sqlalchemy import make_url
 
 from .aclient import AsyncClient, record_move
+from .host import cpu_ticks, machine
 from .report import write_json
 from .seed import PASSWORD, user_names
 from .server_proc import ServerProcess, Watcher, start_or_attach
@@ -118,13 +118,6 @@ class LabelRecorder:
 
 def loadavg() -> str:
     return Path("/proc/loadavg").read_text().strip()
-
-
-def cpu_ticks() -> tuple[int, int]:
-    """(busy, total) jiffies of every CPU from /proc/stat."""
-    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = values[3] + values[4]
-    return sum(values) - idle, sum(values)
 
 
 @dataclass
@@ -410,23 +403,6 @@ def make_snapshot(rev: str) -> tuple[Path, str]:
         if archive.wait() != 0:
             raise SystemExit("git archive failed")
     return target, commit
-
-
-def machine() -> dict[str, Any]:
-    mem = next(
-        (
-            int(line.split()[1]) // 1024
-            for line in Path("/proc/meminfo").read_text().splitlines()
-            if line.startswith("MemTotal:")
-        ),
-        None,
-    )
-    return {
-        "cpu_count": os.cpu_count(),
-        "mem_total_mib": mem,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-    }
 
 
 # -- output ----------------------------------------------------------------------------

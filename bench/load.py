@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import platform
 import random
 import resource
 import secrets
@@ -31,6 +30,7 @@ from sqlalchemy import make_url
 
 from ajedrez.client.errors import ClientError
 
+from .host import cpu_ticks, machine
 from .players import Control, Pair, Player, Settings
 from .report import render_table, write_json
 from .seed import PASSWORD, seed_users, user_names
@@ -141,13 +141,6 @@ def own_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def machine_cpu_ticks() -> tuple[int, int]:
-    """(busy, total) jiffies of every CPU from /proc/stat."""
-    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = values[3] + values[4]  # idle + iowait
-    return sum(values) - idle, sum(values)
-
-
 # -- phases ------------------------------------------------------------------------------
 
 
@@ -224,7 +217,7 @@ def _open_window(watcher: Watcher | None) -> Window:
         start=time.perf_counter(),
         own_cpu=own_cpu_seconds(),
         server_cpu=_server_cpu(watcher),
-        ticks=machine_cpu_ticks(),
+        ticks=cpu_ticks(),
     )
 
 
@@ -233,7 +226,7 @@ def _close_window(window: Window, watcher: Watcher | None) -> None:
     elapsed = max(window.end - window.start, 1e-9)
     window.own_cpu = (own_cpu_seconds() - window.own_cpu) / elapsed
     busy0, total0 = window.ticks
-    busy1, total1 = machine_cpu_ticks()
+    busy1, total1 = cpu_ticks()
     window.machine_busy = (busy1 - busy0) / max(total1 - total0, 1)
     before = window.server_cpu
     after = _server_cpu(watcher)
@@ -386,22 +379,10 @@ def scenario(args: argparse.Namespace, server_args: list[str] | None, address: s
         "max_plies": args.moves_per_game or args.max_plies,
         "login_concurrency": args.login_concurrency,
         "seed": args.seed,
-        "machine": {
-            "cpu_count": os.cpu_count(),
-            "mem_total_mib": _mem_total_mib(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-        },
+        "machine": machine(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": shlex.join(["python", "-m", "bench.load", *sys.argv[1:]]),
     }
-
-
-def _mem_total_mib() -> int | None:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1]) // 1024
-    return None
 
 
 def server_extra_args(args: argparse.Namespace) -> list[str]:
