@@ -124,8 +124,11 @@ def thread_state(frames: list[str], cmd: str) -> str:
         return "accept loop"
     if "Server._serve_client" in top and "server.py:108" in top:
         return "waiting for the next request (recv)"
-    if "_locked_transaction" in top:
+    # _locked_transaction: servers before group commit (commit 41c9f3f).
+    if any(f in top for f in ("_locked_transaction", "_enter_write_lock", "_FileLock.acquire")):
         return "waiting for the write lock"
+    if "_leave_batch" in top:
+        return "waiting for the group commit"
     # Past the lock wait, a locked command holds the lock (the connection comes after it).
     holding = " (holding the write lock)" if cmd in LOCKED_COMMANDS else ""
     if "QueuePool._do_get" in joined:
