@@ -126,6 +126,13 @@ SPECS: dict[str, Spec] = {
 
 ALIASES = {"TBLs": "TBLS", "RTBS": "RTBL"}  # spellings found in the seed
 PRE_LOGIN = frozenset(name for name, spec in SPECS.items() if not spec.login)
+# What the transport may run on its event loop instead of a command thread, whose
+# hand-off costs more than these commands do (Session.runs_inline): commands that touch
+# no database; the reads of one game that a waiting player sends after every move, when
+# the database's reads never wait; a move, when the database queues its writes.
+NO_STORAGE = frozenset({"HELP", "QUIT"})
+GAME_READS = frozenset({"STAT", "SPAR"})
+QUEUED_WRITES = frozenset({"JGDA"})
 
 
 def lookup(code: str) -> Spec | None:

@@ -3,7 +3,9 @@ runs the commands.
 
 An idle session costs a few kilobytes (a task, a stream, a :class:`Session`) instead of a
 thread stack, so thousands of players can stay connected; the database work, which is
-blocking (SQLAlchemy, python-chess), runs in at most ``command_threads`` threads. Each
+blocking (SQLAlchemy, python-chess), runs in at most ``command_threads`` threads, except
+for the commands cheaper than a thread hand-off (``Session.runs_inline``: HELP, QUIT, and
+on SQLite STAT, SPAR and the check of a JGDA, whose write goes to the writer thread). Each
 connection runs its commands one at a time, in order, and a reply leaves in one write
 with ``TCP_NODELAY`` set. ``docs/performance.md`` compares this with thread-per-connection;
 ``docs/security.md`` lists the limits enforced here.
@@ -199,6 +201,9 @@ class Reactor:
                 buffer.max_line = lim.max_line if session.logged_in else lim.max_line_before_login
 
     async def _run(self, session: Session, line: bytes) -> Outcome:
+        if session.runs_inline(line):
+            outcome = session.handle_line(line)
+            return outcome if outcome.later is None else await session.settle(outcome)
         user = session.login_attempt(line)
         if user is not None:
             delay = self.throttle.reserve(session.address, user)

@@ -7,13 +7,24 @@ built by :meth:`Session._reply` or :meth:`Session._records`.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .codes import Reply
-from .commands import PRE_LOGIN, SPECS, help_text, lookup, parse_args
+from .commands import (
+    GAME_READS,
+    NO_STORAGE,
+    PRE_LOGIN,
+    QUEUED_WRITES,
+    SPECS,
+    help_text,
+    lookup,
+    parse_args,
+)
 from .errors import Failure, StorageError, TransientStorageError
 from .service import Accounts, Caller, Games
 from .service.games import MoveRecord
@@ -28,10 +39,24 @@ _LOGIN_COMMANDS = frozenset({"USER", "PASS"})
 TRANSIENT_RETRIES = 3
 
 
+@functools.cache
+def _inline_codes(reads: bool, writes: bool) -> frozenset[bytes]:
+    names = NO_STORAGE | (GAME_READS if reads else set()) | (QUEUED_WRITES if writes else set())
+    return frozenset(name.encode() for name in names)
+
+
 @dataclass
 class Outcome:
     replies: list[bytes] = field(default_factory=list)
     close: bool = False
+    later: Later | None = None  # storage work still running: see Session.settle
+
+
+@dataclass(frozen=True)
+class Later:
+    command: str
+    work: Awaitable[Any]
+    reply: Callable[[Any], Outcome]  # the replies once ``work`` has succeeded
 
 
 class Session:
@@ -53,6 +78,8 @@ class Session:
         self._handlers: dict[str, Callable[..., Outcome]] = {
             name: getattr(self, f"do_{name}") for name in SPECS
         }
+        self.writes_later = games.writes_later
+        self._inline = _inline_codes(games.reads_never_wait, games.writes_later)
 
     @property
     def logged_in(self) -> bool:
@@ -78,15 +105,29 @@ class Session:
             return self._reply(e.code, e.reason, close=closing)
         try:
             return self._run(spec.name, args)
-        except Failure as f:
-            closing = not self.logged_in and spec.name in _LOGIN_COMMANDS
-            return self._reply(f.code, f.reason, close=closing)
-        except StorageError as e:
-            log.error("storage error in %s from %s: %s", spec.name, self.who(), e)
+        except Exception as e:
+            return self._failed(spec.name, e)
+
+    async def settle(self, outcome: Outcome) -> Outcome:
+        """The final outcome of one whose storage work was still running (``later``)."""
+        later = outcome.later
+        assert later is not None
+        try:
+            # Shielded: a stop never abandons a write half-way (it completes unanswered).
+            return later.reply(await asyncio.shield(later.work))
+        except Exception as e:
+            return self._failed(later.command, e)
+
+    def _failed(self, command: str, e: Exception) -> Outcome:
+        """The reply to a command that raised ``e``; call it from the ``except`` block."""
+        if isinstance(e, Failure):
+            closing = not self.logged_in and command in _LOGIN_COMMANDS
+            return self._reply(e.code, e.reason, close=closing)
+        if isinstance(e, StorageError):
+            log.error("storage error in %s from %s: %s", command, self.who(), e)
             return self._reply(Reply.E_STORAGE, "the database is unavailable; try again later")
-        except Exception:
-            log.exception("internal error in %s from %s", spec.name, self.who())
-            return self._reply(Reply.E_INTERNAL, "internal server error; the command failed")
+        log.exception("internal error in %s from %s", command, self.who())
+        return self._reply(Reply.E_INTERNAL, "internal server error; the command failed")
 
     def _run(self, name: str, args: list[Any]) -> Outcome:
         """Run a command, again if the database rolled it back to break a deadlock."""
@@ -102,6 +143,11 @@ class Session:
         if raw.startswith(b"PASS:") and self.pending_user and not self.logged_in:
             return self.pending_user
         return None
+
+    def runs_inline(self, raw: bytes) -> bool:
+        """May this line run on the transport's event loop? Only when it neither waits
+        nor takes long: see ``commands.NO_STORAGE`` and ``GAME_READS``."""
+        return raw[:4] in self._inline and (len(raw) == 4 or raw[4:5] == b":")
 
     @staticmethod
     def costs_a_hash(raw: bytes) -> bool:
@@ -245,8 +291,11 @@ class Session:
         self, game_id: int, ply: int, jugada: str, reverso: int, posicion: str, promocion: int
     ) -> Outcome:
         move = MoveRecord(ply, jugada, reverso, posicion, promocion)
+        if self.writes_later:  # on the event loop: see runs_inline
+            work = self.games.play_later(self._me.id, game_id, move)
+            return Outcome(later=Later("JGDA", work, _moved))
         self.games.play(self._me.id, game_id, move)
-        return self._reply(Reply.S_JGDA)
+        return _moved(None)
 
     def do_TBLS(self, game_id: int, opponent: str) -> Outcome:
         self.games.offer_draw(self._me.id, game_id, opponent)
@@ -267,3 +316,7 @@ class Session:
     def do_PGNX(self, game_id: int) -> Outcome:
         text = self.games.pgn(game_id, caller_id=self._me.id)
         return self._records(Reply.S_PGNX, text.rstrip("\n").split("\n"), sep="\n")
+
+
+def _moved(_stored: object) -> Outcome:
+    return Session._reply(Reply.S_JGDA)

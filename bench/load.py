@@ -31,7 +31,7 @@ from sqlalchemy import make_url
 from ajedrez.client.errors import ClientError
 
 from .host import cpu_ticks, machine
-from .players import Control, Pair, Player, Settings
+from .players import Control, Pair, Player, Settings, make_scripts
 from .report import render_table, write_json
 from .seed import PASSWORD, seed_users, user_names
 from .server_proc import PySpy, ServerProcess, Watcher, start_or_attach
@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="logins in flight at once during the login phase (50)",
     )
     p.add_argument("--seed", type=int, default=1, help="random seed of the move choices (1)")
+    p.add_argument(
+        "--scripts",
+        type=int,
+        default=100,
+        help="random games played out before the run, which the pairs then play (100)",
+    )
     p.add_argument("--user-prefix", help="account name prefix (default: random per run)")
     p.add_argument("--json", type=Path, metavar="PATH", help="also write every figure as JSON")
     p.add_argument("--label", default="", help="free text stored in the JSON scenario")
@@ -265,6 +271,13 @@ async def watch(watcher: Watcher | None, stop: asyncio.Event) -> None:
 async def run(args: argparse.Namespace, host: str, port: int, watcher: Watcher | None) -> dict:
     recorder = Recorder()
     control = Control(count=recorder.count)
+    started = time.perf_counter()
+    max_plies = args.moves_per_game or args.max_plies
+    scripts = make_scripts(max(1, args.scripts), max_plies, random.Random(args.seed))
+    print(
+        f"played out {len(scripts)} random games in {time.perf_counter() - started:.1f} s",
+        file=sys.stderr,
+    )
     settings = Settings(
         host=host,
         port=port,
@@ -272,9 +285,10 @@ async def run(args: argparse.Namespace, host: str, port: int, watcher: Watcher |
         poll_interval=args.poll_interval,
         poll_command=args.poll_command,
         wait=args.wait,
-        max_plies=args.moves_per_game or args.max_plies,
+        max_plies=max_plies,
         timeout=args.timeout,
         one_game=bool(args.moves_per_game),
+        scripts=scripts,
     )
     pairs = make_pairs(args.names, settings, control, args.seed)
     watch_stop = asyncio.Event()
@@ -379,6 +393,7 @@ def scenario(args: argparse.Namespace, server_args: list[str] | None, address: s
         "max_plies": args.moves_per_game or args.max_plies,
         "login_concurrency": args.login_concurrency,
         "seed": args.seed,
+        "scripts": args.scripts,
         "machine": machine(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": shlex.join(["python", "-m", "bench.load", *sys.argv[1:]]),

@@ -2,13 +2,14 @@
 
 In each pair the *challenger* sends JUEG and learns the new game from PPEN; the *acceptor*
 finds the challenge with TRAN and accepts it with ACEP, choosing its colour at random.
-Then both play: the player to move picks a random legal move from its own board and sends
-JGDA; the other waits for its turn like a real player, polling STAT (or SPAR from its last
-ply) every ``poll_interval`` seconds until the opponent's move appears, or (``--wait
-notify``) sleeping until the opponent's task tells it, as a push notification would, then
-fetching the move with one SPAR. A game ends by
-the rules (the server ends it; STAT shows status 2) or, at ``max_plies``, by the player to
-move resigning (REND). Then the pair starts another game, until the run stops.
+Then both play one of the run's *scripts*, random legal games played out with python-chess
+before the run (the game's id picks which): the player to move sends the script's next
+move with JGDA; the other waits for its turn like a real player, polling STAT (or SPAR
+from its last ply) every ``poll_interval`` seconds until the opponent's move appears, or
+(``--wait notify``) sleeping until the opponent's task tells it, as a push notification
+would, then fetching the move with one SPAR and checking it against the script. A game
+ends by the rules (the server ends it; STAT shows status 2) or, at ``max_plies``, by the
+player to move resigning (REND). Then the pair starts another game, until the run stops.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import chess
 
 from ajedrez.client.errors import ClientError, ReplyError
-from ajedrez.client.protocol import BLACK, STATUS_FINISHED, WHITE, GameStatus, MoveRecord
+from ajedrez.client.protocol import BLACK, STATUS_FINISHED, WHITE, MoveRecord
 
 from .aclient import AsyncClient, Observer, color_of, record_move
 
@@ -38,6 +40,7 @@ class Settings:
     max_plies: int
     timeout: float
     one_game: bool  # --moves-per-game: each pair plays one game, then stops
+    scripts: list[Script]  # the games played; a game's id picks its script
 
 
 @dataclass
@@ -140,96 +143,135 @@ class Player:
 
     async def play(self, game: str, color: chess.Color) -> None:
         """Play one game to its end (or until the run stops)."""
-        board = chess.Board()
+        known = Known(self.settings.scripts[zlib.crc32(game.encode()) % len(self.settings.scripts)])
         while not self.stopping():
-            if board.turn == color:
-                over = await self.move(game, board)
+            if known.turn == color:
+                over = await self.move(game, known)
             else:
-                over = await self.wait_turn(game, board)
+                over = await self.wait_turn(game, known)
             if over:
                 return
 
-    async def move(self, game: str, board: chess.Board) -> bool:
-        """Play a random legal move (or resign at max plies); True when the game is over."""
-        ply = len(board.move_stack) + 1
-        if ply > self.settings.max_plies:
+    async def move(self, game: str, known: Known) -> bool:
+        """Play the script's next move (or resign at max plies); True when the game is over."""
+        ply = known.plies + 1
+        if ply > len(known.script.moves):  # the script ran to max plies without an ending
             await self.c.rend(game, self.opponent)
             self.control.count("end_resigned_at_max_plies")
             self.notify_partner()
             return True
-        move = self.rng.choice(list(board.legal_moves))
         try:
-            await self.c.jgda(game, ply, move)
+            await self.c.jgda(game, ply, known.script.moves[ply - 1])
         except ReplyError:
+            # A legal move refused: count it, and resign rather than play on out of step.
             self.control.count("jgda_refused")
-            return await self.resync(game, board)
+            with contextlib.suppress(ReplyError):
+                await self.c.rend(game, self.opponent)
+            self.notify_partner()
+            return True
         self.control.count("moves")
         self.notify_partner()
-        board.push(move)
-        outcome = board.outcome(claim_draw=False)
-        if outcome is None:
+        known.plies = ply
+        if not known.ended:
             return False
         status = await self.c.stat(game)  # the server must have ended it too
-        ending = outcome.termination.name.lower()
-        self.control.count(f"end_{ending}" if status.status == STATUS_FINISHED else "end_missed")
+        ending = f"end_{known.script.ending}"
+        self.control.count(ending if status.status == STATUS_FINISHED else "end_missed")
         return True
 
     def notify_partner(self) -> None:
         if self.settings.wait == "notify" and self.partner is not None:
             self.partner.woken.set()
 
-    async def wait_turn(self, game: str, board: chess.Board) -> bool:
-        """Poll until the opponent's move (applied to ``board``) or the end of the game."""
+    async def wait_turn(self, game: str, known: Known) -> bool:
+        """Poll until the opponent's move (added to ``known``) or the end of the game."""
         if self.settings.wait == "notify":
-            return await self.wait_notified(game, board)
-        known = len(board.move_stack)
-        use_spar = self.settings.poll_command == "spar" and known < self.settings.max_plies
+            return await self.wait_notified(game, known)
+        use_spar = self.settings.poll_command == "spar" and known.plies < self.settings.max_plies
         while not self.stopping():
             if use_spar:
-                records = await self.c.spar(game, known)
+                records = await self.c.spar(game, known.plies)
                 if records:
-                    _apply(board, records)
-                    return board.outcome(claim_draw=False) is not None
+                    return self.apply(known, records)
             else:
                 status = await self.c.stat(game)
-                if status.next_ply - 1 > known:
-                    _apply(board, await self.c.spar(game, known))
+                if status.next_ply - 1 > known.plies:
+                    self.apply(known, await self.c.spar(game, known.plies))
                     return status.status == STATUS_FINISHED
                 if status.status == STATUS_FINISHED:
                     return True
             await self.pause()
         return True
 
-    async def wait_notified(self, game: str, board: chess.Board) -> bool:
+    async def wait_notified(self, game: str, known: Known) -> bool:
         """Sleep until the opponent's task says it moved (as a push notification would),
         then fetch the move with one SPAR; STAT only when SPAR has nothing new."""
-        known = len(board.move_stack)
         while not self.stopping():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.woken.wait(), NOTIFY_RECHECK_SECONDS)
             if not self.woken.is_set():
                 continue
             self.woken.clear()
-            records = await self.c.spar(game, known)
+            records = await self.c.spar(game, known.plies)
             if records:
-                _apply(board, records)
-                return board.outcome(claim_draw=False) is not None
+                return self.apply(known, records)
             if (await self.c.stat(game)).status == STATUS_FINISHED:
                 return True
         return True
 
-    async def resync(self, game: str, board: chess.Board) -> bool:
-        """After a refused move: rebuild the board from the server; True if the game is over."""
-        status: GameStatus = await self.c.stat(game)
-        board.reset()
-        _apply(board, await self.c.spar(game, 0))
-        return status.status == STATUS_FINISHED
+    def apply(self, known: Known, records: list[MoveRecord]) -> bool:
+        """Add the opponent's moves; True if they end the game. A move other than the
+        script's is counted (``spar_mismatch``): the server returned something else."""
+        for record in records:
+            if record.ply != known.plies + 1:
+                continue
+            if (
+                known.plies >= len(known.script.moves)
+                or record_move(record) != (known.script.moves[known.plies])
+            ):
+                self.control.count("spar_mismatch")
+            known.plies += 1
+        return known.ended
 
 
-def _apply(board: chess.Board, records: list[MoveRecord]) -> None:
-    for record in records:
-        if record.ply == len(board.move_stack) + 1:
-            board.push(record_move(record))
+@dataclass(frozen=True)
+class Script:
+    """A random legal game, played out before the run so that choosing moves costs the
+    load generator nothing while it measures (python-chess took 40% of its CPU)."""
+
+    moves: tuple[chess.Move, ...]
+    ending: str | None  # how the rules end it after the last move; None: max plies
+
+
+def make_scripts(count: int, max_plies: int, rng: random.Random) -> list[Script]:
+    scripts = []
+    for _ in range(count):
+        board = chess.Board()
+        ending = None
+        while len(board.move_stack) < max_plies:
+            board.push(rng.choice(list(board.legal_moves)))
+            outcome = board.outcome(claim_draw=False)
+            if outcome is not None:
+                ending = outcome.termination.name.lower()
+                break
+        scripts.append(Script(tuple(board.move_stack), ending))
+    return scripts
+
+
+@dataclass
+class Known:
+    """A game as one player knows it: its script and how many plies have been played."""
+
+    script: Script
+    plies: int = 0
+
+    @property
+    def turn(self) -> chess.Color:
+        return chess.WHITE if self.plies % 2 == 0 else chess.BLACK
+
+    @property
+    def ended(self) -> bool:
+        return self.script.ending is not None and self.plies == len(self.script.moves)
 
 
 class Pair:

@@ -346,6 +346,13 @@ class CountingAccounts:
             self.running -= 1
 
 
+class NoGames:
+    """Stands in for the game service, which SUBS never uses."""
+
+    reads_never_wait = False
+    writes_later = False
+
+
 def test_password_hashes_are_capped() -> None:
     import asyncio
 
@@ -355,7 +362,7 @@ def test_password_hashes_are_capped() -> None:
 
     async def scenario() -> list[bytes]:
         limits = Limits(max_password_checks=2)
-        reactor = Reactor(accounts, None, "127.0.0.1", 0, limits, command_threads=16)  # type: ignore[arg-type]
+        reactor = Reactor(accounts, NoGames(), "127.0.0.1", 0, limits, command_threads=16)  # type: ignore[arg-type]
         (_, host, port), *_ = await reactor.start()
 
         async def subscribe(i: int) -> bytes:

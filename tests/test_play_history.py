@@ -14,7 +14,7 @@ import chess
 import pytest
 from sqlalchemy import text
 
-from ajedrez.service.games import PROMOTION_CODES, MoveRecord
+from ajedrez.service.games import PROMOTION_CODES, Games, MoveRecord
 from tests.play_support import user_id
 
 STATUS_ACTIVE, STATUS_FINISHED = 0, 2
@@ -47,16 +47,28 @@ def _pick(board: chess.Board, rng: random.Random) -> chess.Move:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_stored_state_matches_a_full_replay(seed, games, db, new_user):
+@pytest.mark.parametrize("services", ["one", "per player", "random"])
+def test_stored_state_matches_a_full_replay(seed, services, games, db, new_user):
+    """``services``: which service instance checks each move. Each keeps the boards of
+    the moves it checked (``_Boards``), as each server process does: with two, a board
+    kept by one is stale by the time it checks the game's next move, as with two
+    ``--workers`` whose players are one in each."""
     rng = random.Random(seed)
     white, black = new_user("hw"), new_user("hb")
     ids = {chess.WHITE: user_id(db, white), chess.BLACK: user_id(db, black)}
     games.challenge(ids[chess.WHITE], black)
     game_id = games.accept(ids[chess.BLACK], "N", white)
+    other = Games(db)
     board = chess.Board()
     while True:
         move = _pick(board, rng)
-        games.play(ids[board.turn], game_id, _record(len(board.move_stack) + 1, move))
+        if services == "one":
+            service = games
+        elif services == "per player":
+            service = games if board.turn == chess.WHITE else other
+        else:
+            service = rng.choice((games, other))
+        service.play(ids[board.turn], game_id, _record(len(board.move_stack) + 1, move))
         board.push(move)
         with db.engine.connect() as c:
             row = c.execute(

@@ -13,6 +13,9 @@ from ajedrez.storage.models import User
 
 
 class FlakyGames:
+    reads_never_wait = False
+    writes_later = False
+
     def __init__(self, failures: int) -> None:
         self.failures = failures
         self.calls = 0

@@ -7,6 +7,8 @@ the primary key (game, ply) of ``moves`` makes a duplicate ply impossible in any
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -17,7 +19,7 @@ from sqlalchemy.orm import aliased
 
 from ..codes import Reply
 from ..errors import Failure
-from ..storage.db import Conflict, Database, Tx
+from ..storage.db import Conflict, Database, Tx, mapped_errors
 from ..storage.models import (
     REQ_ACCEPT,
     REQ_NONE,
@@ -49,6 +51,9 @@ AUTOMATIC_ENDINGS = {
 LEFT_SERVICE = "left the service"
 # A position seen five times needs at least four reversible plies between sightings.
 FIVEFOLD_MIN_PLIES = 16
+# Games whose last board a process keeps (_Boards): a few kB each, more than the games
+# in play at once at 1,000 players.
+BOARD_CACHE_GAMES = 1024
 RESULTS = {WINNER_NONE: "*", WINNER_WHITE: "1-0", WINNER_BLACK: "0-1", WINNER_DRAW: "1/2-1/2"}
 
 White = aliased(User)
@@ -108,6 +113,13 @@ def square_code(square: chess.Square) -> str:
 class Games:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._boards = _Boards(BOARD_CACHE_GAMES)
+
+    @property
+    def reads_never_wait(self) -> bool:
+        """Do ``status`` and ``moves_after`` answer without waiting for any writer or
+        round trip? The transport may then run them on its event loop."""
+        return self.db.reads_never_wait
 
     # -- challenges --------------------------------------------------------------------
 
@@ -271,24 +283,44 @@ class Games:
 
     # -- moves -------------------------------------------------------------------------
 
+    @property
+    def writes_later(self) -> bool:
+        """Is ``play_later`` available (a database with a writer thread: SQLite)?"""
+        return self.db.writes_later
+
     def play(self, caller_id: int, game_id: int, move: MoveRecord) -> None:
-        plan = None
-        if self.db.serializes_writes:
-            # Writers wait for each other (SQLite): check the move and compute its effects
-            # on a snapshot first, so the write only confirms the game has not changed.
-            with self.db.read_each() as conn:
-                row = _PLAY_ROW.first(conn, gid=game_id)
-                if row is not None and not _maybe_resend(row, caller_id, game_id, move):
-                    plan = _plan_move(conn, row, caller_id, game_id, move)
+        plan = self._plan_on_snapshot(caller_id, game_id, move)
         try:
             with self.db.write() as tx:
                 self._play(tx, caller_id, game_id, move, plan)
         except Conflict:
-            # Another transaction stored this ply first (possible only across databases
-            # that do not honour the row lock); the client must resynchronise.
-            raise Failure(
-                Reply.F_PLY, f"ply {move.ply} of {_pid(game_id)} was just played"
-            ) from None
+            raise _just_played(game_id, move) from None
+
+    def play_later(self, caller_id: int, game_id: int, move: MoveRecord) -> Awaitable[None]:
+        """``play`` for an event loop (when ``writes_later``): the move is checked now, on
+        a snapshot, and refused at once if it is wrong; the write is queued, and the
+        awaitable completes when it is durable or fails with the reason it was refused."""
+        plan = self._plan_on_snapshot(caller_id, game_id, move)
+
+        def store(tx: Tx) -> None:
+            try:
+                with mapped_errors():
+                    self._play(tx, caller_id, game_id, move, plan)
+            except Conflict:
+                raise _just_played(game_id, move) from None
+
+        return self.db.write_later(store)
+
+    def _plan_on_snapshot(self, caller_id: int, game_id: int, move: MoveRecord) -> _Plan | None:
+        """Where writers wait for each other (SQLite), check the move and compute its
+        effects before the write, so the write only confirms the game has not changed."""
+        if not self.db.serializes_writes:
+            return None
+        with self.db.read_each() as conn:
+            row = _PLAY_ROW.first(conn, gid=game_id)
+            if row is None or _maybe_resend(row, caller_id, game_id, move):
+                return None
+            return _plan_move(conn, row, caller_id, game_id, move, self._boards)
 
     def _play(
         self, tx: Tx, caller_id: int, game_id: int, move: MoveRecord, plan: _Plan | None
@@ -307,7 +339,7 @@ class Games:
             ):
                 return  # an exact resend of the move just stored: nothing to do
         if plan is None or plan.state != _state(row):
-            plan = _plan_move(conn, row, caller_id, game_id, move)
+            plan = _plan_move(conn, row, caller_id, game_id, move, self._boards)
         _INSERT_MOVE.run(
             conn,
             m_game=game_id,
@@ -465,6 +497,12 @@ def forfeit_all(tx: Tx, user_id: int) -> None:
 
 def _pid(game_id: int) -> str:
     return format_partida(game_id)
+
+
+def _just_played(game_id: int, move: MoveRecord) -> Failure:
+    # Another transaction stored this ply first (possible only across databases that do
+    # not honour the row lock); the client must resynchronise.
+    return Failure(Reply.F_PLY, f"ply {move.ply} of {_pid(game_id)} was just played")
 
 
 def _game_select():  # type: ignore[no-untyped-def]
@@ -637,6 +675,37 @@ def _active_game(conn: Connection, lo: int, hi: int) -> int | None:
     )
 
 
+class _Boards:
+    """The board after the last move checked in each recently played game, by game id.
+
+    The next move of that game starts from it instead of parsing the stored FEN, the
+    dearest step of a move's check (~40% of it), and its stack already holds the plies
+    since the base position. A board is used only when its FEN is the game row's FEN,
+    and its stack only once the database's moves since the base position match it; a
+    move checked but then not stored leaves a board whose FEN no row will have. Per
+    process: with ``--workers`` a game's moves may be checked in two processes, each of
+    which then misses half the time.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._boards: dict[int, tuple[str, chess.Board]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, game_id: int, fen: str) -> chess.Board | None:
+        """The board kept for this game, if it shows the position ``fen``; it is no
+        longer kept (the caller changes it)."""
+        with self._lock:
+            kept = self._boards.pop(game_id, None)
+        return kept[1] if kept is not None and kept[0] == fen else None
+
+    def keep(self, game_id: int, fen: str, board: chess.Board) -> None:
+        with self._lock:
+            if len(self._boards) >= self._size:
+                del self._boards[next(iter(self._boards))]  # the least recently kept
+            self._boards[game_id] = (fen, board)
+
+
 @dataclass(frozen=True)
 class _Plan:
     """A move checked against a game row, with everything its write needs."""
@@ -671,7 +740,9 @@ def _maybe_resend(row, caller_id: int, game_id: int, move: MoveRecord) -> bool: 
     return move.ply >= 1 and move.ply == row.next_ply - 1 and _ply_color(move.ply) == color
 
 
-def _plan_move(conn: Connection, row, caller_id: int, game_id: int, move: MoveRecord) -> _Plan:  # type: ignore[no-untyped-def]
+def _plan_move(  # type: ignore[no-untyped-def]
+    conn: Connection, row, caller_id: int, game_id: int, move: MoveRecord, boards: _Boards
+) -> _Plan:
     """Refuse the move (Failure) or return its effects on the game ``row`` describes."""
     color = _color_of(row, caller_id, game_id)
     _require_active(row, game_id)
@@ -688,17 +759,25 @@ def _plan_move(conn: Connection, row, caller_id: int, game_id: int, move: MoveRe
             f"a draw offer is pending in {_pid(game_id)}: it must be answered (RTBL) first",
         )
     # The stored position settles legality without replaying the game.
-    board = chess.Board(row.fen)
+    board = boards.take(game_id, row.fen)
+    if board is None:
+        board = chess.Board(row.fen)
     legal = _check_move(board, move.jugada, move.posicion, move.promocion)
     san = board.san(legal)
     irreversible = board.is_irreversible(legal)
     board.push(legal)
+    if irreversible:
+        board.clear_stack()  # the new base position: no earlier one can occur again
     fen = board.fen()
     if board.halfmove_clock >= FIVEFOLD_MIN_PLIES:
         # Only now can the position have occurred five times: python-chess needs the
-        # plies since the last irreversible move to count, and no more.
-        board = _replay_since(conn, game_id, row.base_ply, row.base_fen)
-        board.push(legal)
+        # plies since the last irreversible move to count, and no more. A board kept
+        # from the last move has them on its stack already, but the database decides.
+        stored = _stored_moves(conn, game_id, after=row.base_ply)
+        if board.move_stack[:-1] != stored:
+            board = _replay(row.base_fen, stored)
+            board.push(legal)
+    boards.keep(game_id, fen, board)
     return _Plan(
         _state(row),
         san,
@@ -718,8 +797,12 @@ def _replay_since(
     which is at or before ``base_ply``, so this board answers them as a full replay would.
     Stored moves were validated when played, so ``push`` without a legality re-check.
     """
+    return _replay(base_fen, _stored_moves(conn, game_id, after=base_ply))
+
+
+def _replay(base_fen: str | None, moves: list[chess.Move]) -> chess.Board:
     board = chess.Board(base_fen or chess.STARTING_FEN)
-    for move in _stored_moves(conn, game_id, after=base_ply):
+    for move in moves:
         board.push(move)
     return board
 

@@ -32,20 +32,23 @@ Database faults surface as :class:`StorageError` and unique-key violations as
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, exc, make_url, text
 from sqlalchemy.engine import URL
 
 from ..errors import StorageError, TransientStorageError
 from .prepared import Prepared
+from .writer import WriterThread
 
 SQLITE_BUSY_TIMEOUT = 10.0  # seconds
 GROUP_COMMIT_WRITERS = 32
@@ -70,6 +73,9 @@ _PG_WRITE_BEGIN = text(
 _PG_SYNC_BEGIN = text(
     "SELECT pg_advisory_xact_lock(:k), floor(extract(epoch FROM clock_timestamp()))"
 )
+
+
+T = TypeVar("T")
 
 
 class Conflict(Exception):
@@ -180,6 +186,7 @@ class Database:
         self._queue_lock = threading.Lock()
         self._queued = 0  # threads waiting for _write_lock
         self._batch: _Batch | None = None
+        self._writer: WriterThread | None = None
         self._file_lock = _FileLock(None)
         if self.is_sqlite:
             self._prepare_sqlite_path(create)
@@ -233,17 +240,32 @@ class Database:
         they share (PostgreSQL)? Then work done before ``write()`` shortens every wait."""
         return self.is_sqlite
 
+    @property
+    def writes_later(self) -> bool:
+        """Can a write be queued from an event loop (``write_later``)? SQLite: its writes
+        take turns anyway, and one thread committing them in batches is cheapest."""
+        return self.is_sqlite
+
+    @property
+    def reads_never_wait(self) -> bool:
+        """Is a ``read_each`` a local call that no writer can hold up (SQLite in WAL mode)?
+        PostgreSQL's reads are network round trips."""
+        return self.is_sqlite
+
     @staticmethod
     def _install_idle_ping(engine: Engine) -> None:
         event.listen(engine, "checkin", _note_idle_since)
         event.listen(engine, "checkout", _ping_if_idle)
 
     def dispose(self) -> None:
+        if self._writer is not None:
+            self._writer.stop()
+            self._writer = None
         self.engine.dispose()
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[Connection]:
-        with _mapped_errors(), self.engine.connect() as conn:
+        with mapped_errors(), self.engine.connect() as conn:
             if self.is_sqlite:
                 conn = conn.execution_options(ajedrez_begin=begin)
             with conn.begin():
@@ -256,7 +278,7 @@ class Database:
 
     @contextmanager
     def read_each(self) -> Iterator[Connection]:
-        with _mapped_errors(), self.engine.connect() as conn:
+        with mapped_errors(), self.engine.connect() as conn:
             if not self.is_sqlite:  # no BEGIN and ROLLBACK round trips either
                 conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             yield conn
@@ -269,21 +291,47 @@ class Database:
             return
         batch = self._join_batch()
         try:
-            with _mapped_errors():
-                _SAVEPOINT.run(batch.conn)
-                try:
-                    # Taken under the write lock, so it orders with every other writer.
-                    yield Tx(batch.conn, int(time.time()))
-                except BaseException:
-                    _ROLLBACK_TO_SAVEPOINT.run(batch.conn)
-                    _RELEASE_SAVEPOINT.run(batch.conn)
-                    raise
-                _RELEASE_SAVEPOINT.run(batch.conn)
-            batch.writers += 1
+            with _writer_of(batch) as tx:
+                yield tx
         except BaseException:
             self._leave_batch(batch, failed=True)
             raise
         self._leave_batch(batch, failed=False)
+
+    def write_jobs(self, jobs: Sequence[Callable[[Tx], T]]) -> list[T | Exception]:
+        """SQLite: run ``jobs`` as writers of one batch and commit it, returning each
+        job's result or exception. A job that fails undoes only its own writes; a failed
+        commit fails every job. The writer thread's entry (``storage/writer.py``)."""
+        outcomes: list[T | Exception] = []
+        batch = self._join_batch()
+        try:
+            for job in jobs:
+                try:
+                    with _writer_of(batch) as tx:
+                        outcomes.append(job(tx))
+                except Exception as e:
+                    outcomes.append(e)
+        finally:
+            try:
+                self._commit_batch(batch)
+            finally:
+                self._write_lock.release()
+        if batch.error is not None:
+            failed = StorageError(str(batch.error))
+            outcomes = [o if isinstance(o, Exception) else failed for o in outcomes]
+        return outcomes
+
+    def write_later(self, job: Callable[[Tx], T]) -> asyncio.Future[T]:
+        """SQLite, from an event loop: ``job`` runs on this process's writer thread, in a
+        batch with whatever other jobs are queued; the future completes once the batch
+        is durable (or fails with the job's exception or the commit's)."""
+        writer = self._writer
+        if writer is None or not writer.alive():
+            with self._queue_lock:
+                if self._writer is None or not self._writer.alive():
+                    self._writer = WriterThread(self.write_jobs, self.group_commit)
+                writer = self._writer
+        return writer.submit(job)
 
     @contextmanager
     def sync_read(self) -> Iterator[Tx]:
@@ -326,7 +374,7 @@ class Database:
             try:
                 self._file_lock.acquire()
                 try:
-                    with _mapped_errors():
+                    with mapped_errors():
                         conn = self.engine.connect().execution_options(
                             ajedrez_begin="BEGIN IMMEDIATE"
                         )
@@ -365,7 +413,7 @@ class Database:
         """Called with the write lock held; wakes every writer of the batch."""
         self._batch = None
         try:
-            with _mapped_errors():
+            with mapped_errors():
                 try:
                     batch.trans.commit()
                 except BaseException:
@@ -413,7 +461,23 @@ def _ping_if_idle(dbapi_conn, record, _proxy) -> None:  # type: ignore[no-untype
 
 
 @contextmanager
-def _mapped_errors() -> Iterator[None]:
+def _writer_of(batch: _Batch) -> Iterator[Tx]:
+    """One writer of a batch, in its own savepoint; call with the write lock held."""
+    with mapped_errors():
+        _SAVEPOINT.run(batch.conn)
+        try:
+            # Taken under the write lock, so it orders with every other writer.
+            yield Tx(batch.conn, int(time.time()))
+        except BaseException:
+            _ROLLBACK_TO_SAVEPOINT.run(batch.conn)
+            _RELEASE_SAVEPOINT.run(batch.conn)
+            raise
+        _RELEASE_SAVEPOINT.run(batch.conn)
+    batch.writers += 1
+
+
+@contextmanager
+def mapped_errors() -> Iterator[None]:
     """Driver exceptions as :class:`Conflict`, :class:`StorageError` or its transient kind."""
     try:
         yield

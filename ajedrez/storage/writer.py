@@ -1,0 +1,114 @@
+"""The SQLite writer thread: writes queued from an event loop, committed in batches.
+
+A move's check needs no lock (it runs on a snapshot, ``service/games.py``), but its write
+waits for the database's one write lock and for an fsync. Handing each write to a pool
+thread and back cost more CPU than the write itself (a thread wake-up, a GIL hand-over
+and a wake-up of the loop, each way). Here the loop queues the write and goes on; one
+thread per process takes every queued write, runs them in one transaction
+(``Database.write_jobs``, each in its own savepoint) and wakes each waiting loop once per
+batch. Under load a batch holds tens of writes, so both hand-offs and the fsync are
+shared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import StorageError
+
+log = logging.getLogger("ajedrez.storage")
+
+Job = Callable[[Any], Any]
+RunBatch = Callable[[Sequence[Job]], list[Any]]
+
+
+class _Stop:
+    """Queued by :meth:`WriterThread.stop`: the thread ends once it takes it."""
+
+
+class WriterThread:
+    def __init__(self, run_batch: RunBatch, max_batch: int) -> None:
+        self._run_batch = run_batch
+        self._max_batch = max(1, max_batch)
+        self._queue: queue.SimpleQueue[tuple[Job, asyncio.Future[Any]] | _Stop] = (
+            queue.SimpleQueue()
+        )
+        self._pid = os.getpid()  # a thread does not survive a fork
+        self._thread = threading.Thread(target=self._serve, name="sqlite-writer", daemon=True)
+        self._thread.start()
+
+    def alive(self) -> bool:
+        return self._pid == os.getpid() and self._thread.is_alive()
+
+    def submit(self, job: Job) -> asyncio.Future[Any]:
+        """From an event loop: the future of ``job``'s result, set on that loop."""
+        future = asyncio.get_running_loop().create_future()
+        self._queue.put((job, future))
+        return future
+
+    def stop(self) -> None:
+        """End the thread after the writes queued so far; waits for it."""
+        if not self.alive():
+            return
+        self._queue.put(_Stop())
+        self._thread.join()
+
+    def _serve(self) -> None:
+        while True:
+            batch: list[tuple[Job, asyncio.Future[Any]]] = []
+            item = self._queue.get()
+            stopping = isinstance(item, _Stop)
+            if not stopping:
+                batch.append(item)  # type: ignore[arg-type]
+            while not stopping and len(batch) < self._max_batch:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if isinstance(item, _Stop):
+                    stopping = True
+                else:
+                    batch.append(item)
+            if batch:
+                self._run(batch)
+            if stopping:
+                return
+
+    def _run(self, batch: list[tuple[Job, asyncio.Future[Any]]]) -> None:
+        try:
+            outcomes = self._run_batch([job for job, _ in batch])
+        except Exception as e:  # the batch could not start (no lock, no connection)
+            outcomes = [e] * len(batch)
+        except BaseException:
+            # Never leave a loop waiting for an answer that cannot come.
+            log.exception("the SQLite writer thread failed")
+            self._answer(batch, [StorageError("the writer thread failed")] * len(batch))
+            raise
+        self._answer(batch, outcomes)
+
+    @staticmethod
+    def _answer(batch: list[tuple[Job, asyncio.Future[Any]]], outcomes: list[Any]) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
+            by_loop.setdefault(future.get_loop(), []).append((future, outcome))
+        for loop, results in by_loop.items():
+            # A closed loop raises RuntimeError: nobody is waiting there any more.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, results)
+
+
+def _settle(results: list[tuple[asyncio.Future[Any], Any]]) -> None:
+    for future, outcome in results:
+        if future.cancelled():
+            continue
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
