@@ -124,7 +124,8 @@ class Reactor:
         refusal = self._refusal(address)
         if refusal is not None:
             log.warning("refusing %s: %s", peer, refusal[1])
-            writer.write(encode_reply(*refusal))
+            if not writer.is_closing():  # see _send
+                writer.write(encode_reply(*refusal))
             await _close(writer)
             return
         task = asyncio.current_task()
@@ -236,6 +237,10 @@ class Reactor:
 
 async def _send(writer: asyncio.StreamWriter, outcome: Outcome) -> None:
     if outcome.replies:
+        if writer.is_closing():
+            # The client left while its command ran. asyncio's transport drops a late
+            # write; uvloop's raises RuntimeError.
+            raise ConnectionResetError("the client closed the connection")
         writer.write(b"".join(outcome.replies))
         await writer.drain()
 

@@ -10,7 +10,7 @@ import signal
 import ssl
 import sys
 
-from . import __version__
+from . import __version__, loops
 from .prefork import Listeners, Master, open_listener
 from .reactor import LISTEN_BACKLOG, Reactor, tls_context
 from .service import Accounts, Games
@@ -64,11 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     if tls is not None and settings.tls_port is None:
         log.error("--tls-cert and --tls-key need --tls-port")
         return 1
+    log.info("event loop: %s", settings.event_loop)
     if settings.workers > 1:
         db.dispose()  # each worker opens its own: no connection may cross a fork
         return _serve_workers(settings, url, tls)
     try:
-        return asyncio.run(_serve(settings, db, tls))
+        return loops.run(_serve(settings, db, tls), settings.event_loop)
     finally:
         db.dispose()
         log.info("server stopped")
@@ -102,7 +103,7 @@ def _serve_workers(settings: Settings, url: str, tls: ssl.SSLContext | None) -> 
             )
         db = _database(url, settings)
         try:
-            return asyncio.run(_serve(settings, db, tls, listeners))
+            return loops.run(_serve(settings, db, tls, listeners), settings.event_loop)
         finally:
             db.dispose()
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import tomllib
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from . import loops
 from .wire import MAX_LINE
 
 DEFAULT_PORT = 1995  # the year of ESPOL 2.0; above 1024 so no privileges are needed
@@ -47,6 +48,7 @@ class Settings:
     tls_cert: str | None = None
     tls_key: str | None = None
     workers: int = 1  # server processes sharing the listening sockets
+    event_loop: str = field(default_factory=loops.default)  # see ajedrez/loops.py
     command_threads: int = 16
     log_level: str = "INFO"
     sqlite_busy_timeout: float = 10.0
@@ -82,6 +84,10 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
     for name in ("workers", "command_threads", "sqlite_group_commit"):
         if getattr(settings, name) < 1:
             raise SettingsError(f"setting {name} must be at least 1")
+    if settings.event_loop not in loops.EVENT_LOOPS:
+        raise SettingsError(f"event_loop must be one of {', '.join(loops.EVENT_LOOPS)}")
+    if not loops.available(settings.event_loop):
+        raise SettingsError(f"event_loop {settings.event_loop}: that package is not installed")
     if bool(settings.tls_cert) != bool(settings.tls_key):
         raise SettingsError("tls_cert and tls_key go together")
     return replace(settings, limits=limits)
@@ -123,6 +129,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         help=f"server processes sharing the listening port; limits apply to each ({d.workers})",
+    )
+    p.add_argument(
+        "--event-loop",
+        choices=loops.EVENT_LOOPS,
+        help=f"the transport's event loop ({d.event_loop} here)",
     )
     p.add_argument(
         "--command-threads",
