@@ -12,10 +12,12 @@ import time
 import pytest
 from sqlalchemy import inspect
 
+from ajedrez.loops import EVENT_LOOPS
 from ajedrez.storage.db import Database
 from ajedrez.storage.migrate import is_current
 from tests.conftest import PASSWORD, ROOT, start_server, wait_for
 from tests.espol import Conn
+from tests.play_support import challenge_and_accept, records, stat
 
 UNREACHABLE_PG = "postgresql+psycopg://postgres@127.0.0.1:1/test"
 
@@ -125,10 +127,12 @@ def test_idle_timeout_does_not_affect_a_talking_client(idle_server):
 # -- signals -------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("loop", EVENT_LOOPS)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_stops_cleanly(database_url, db, new_user, sig):
+def test_signal_stops_cleanly(database_url, db, new_user, sig, loop):
     name = new_user()
-    srv = start_server(database_url)
+    srv = start_server(database_url, "--event-loop", loop)
+    assert f"event loop: {loop}" in srv.log_text()
     for partial in (b"USER:" + name.encode(), b"HELP\r\nJAU"):  # clients that vanish mid-line
         c = srv.connect()
         c.send_raw(partial)
@@ -144,6 +148,38 @@ def test_signal_stops_cleanly(database_url, db, new_user, sig):
     assert "Traceback" not in srv.log_text()
     with pytest.raises(OSError), socket.create_connection((srv.host, srv.port), timeout=5):
         pass
+
+
+# -- event loops ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("loop", EVENT_LOOPS)
+def test_each_event_loop_plays_a_game_to_mate(database_url, db, new_user, loop):
+    """uvloop is the default where installed; asyncio's loop must serve just as well."""
+    white, black = new_user("el"), new_user("el")
+    srv = start_server(database_url, "--event-loop", loop)
+    try:
+        assert f"event loop: {loop}" in srv.log_text()
+        with srv.connect() as w, srv.connect() as b:
+            login(w, white)
+            login(b, black)
+            m = challenge_and_accept(white, w, black, b)
+            m.play("f3", "e5", "g4", "Qh4")  # fool's mate
+            assert stat(w, m.pid).status == 2
+            assert [r.split(":")[1] for r in records(b.cmd_all(f"SPAR:{m.pid}:2"), 207)] == [
+                "g2g4",
+                "d8h4",
+            ]
+            assert w.cmd("HELP:QUIT").code == 110
+    finally:
+        assert srv.stop() == 0
+    assert "Traceback" not in srv.log_text()
+
+
+def test_an_unknown_event_loop_is_refused(database_url):
+    done = run_server("--database-url", database_url, "--event-loop", "trio")
+    assert done.returncode != 0
+    assert "--event-loop" in done.stderr
 
 
 # -- start-up ------------------------------------------------------------------------------
