@@ -28,6 +28,7 @@ from pathlib import Path
 
 from sqlalchemy import make_url
 
+from ajedrez import loops
 from ajedrez.client.errors import ClientError
 
 from .host import cpu_ticks, machine
@@ -394,6 +395,7 @@ def scenario(args: argparse.Namespace, server_args: list[str] | None, address: s
         "login_concurrency": args.login_concurrency,
         "seed": args.seed,
         "scripts": args.scripts,
+        "load_generator_event_loop": loops.default(),
         "machine": machine(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": shlex.join(["python", "-m", "bench.load", *sys.argv[1:]]),
@@ -433,7 +435,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         seconds = seed_users(args.database_url, args.names)
         print(f"seeded {len(args.names)} accounts in {seconds:.1f} s", file=sys.stderr)
-        results = asyncio.run(run(args, host, port, watcher))
+        # The load generator shares the machine's two cores with the server: the C loop
+        # leaves it more of them.
+        results = loops.run(run(args, host, port, watcher), loops.default())
     finally:
         if server is not None:
             if watcher is not None:
