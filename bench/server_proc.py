@@ -229,7 +229,8 @@ class PySpy:
         exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
         fmt = "flamegraph" if output.suffix == ".svg" else "raw"
         self.args = [exe, "record", "--pid", str(pid), "--duration", str(max(1, int(duration)))]
-        self.args += ["--format", fmt, "--output", str(output), "--nonblocking"]
+        # --subprocesses: with --workers the master only waits; the workers do the work.
+        self.args += ["--format", fmt, "--output", str(output), "--nonblocking", "--subprocesses"]
         if gil_only:
             self.args.append("--gil")
         self.proc: subprocess.Popen[bytes] | None = None
