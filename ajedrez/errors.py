@@ -21,3 +21,7 @@ class StorageError(Exception):
 class TransientStorageError(StorageError):
     """The database rolled the transaction back to break a deadlock or a serialization
     conflict; running the same command again is safe and normally succeeds."""
+
+
+# How many times a command (or a queued write) is run again after a TransientStorageError.
+TRANSIENT_RETRIES = 3

@@ -25,7 +25,7 @@ from .commands import (
     lookup,
     parse_args,
 )
-from .errors import Failure, StorageError, TransientStorageError
+from .errors import TRANSIENT_RETRIES, Failure, StorageError, TransientStorageError
 from .service import Accounts, Caller, Games
 from .service.games import MoveRecord
 from .throttle import LoginThrottle
@@ -36,7 +36,6 @@ log = logging.getLogger("ajedrez.session")
 
 # Failures of these commands before login end the connection (contract section 3).
 _LOGIN_COMMANDS = frozenset({"USER", "PASS"})
-TRANSIENT_RETRIES = 3
 
 
 @functools.cache

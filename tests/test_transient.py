@@ -7,8 +7,8 @@ import threading
 from sqlalchemy import update
 
 from ajedrez.codes import Reply
-from ajedrez.errors import TransientStorageError
-from ajedrez.session import TRANSIENT_RETRIES, Session
+from ajedrez.errors import TRANSIENT_RETRIES, TransientStorageError
+from ajedrez.session import Session
 from ajedrez.storage.models import User
 
 

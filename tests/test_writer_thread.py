@@ -1,7 +1,10 @@
-"""The SQLite writer thread (``storage/writer.py``): writes queued from an event loop.
+"""The writer thread (``storage/writer.py``): writes queued from an event loop and
+committed in batches (``Database.write_jobs``).
 
-Like the group-commit tests these run on a SQLite file of their own whatever database
-the suite targets: only the SQLite store queues its writes (``Database.writes_later``).
+These run on the suite's database: SQLite (a file of their own) or PostgreSQL (the run's
+schema). A batch's jobs get the same answers on both; what differs is how a failure is
+contained: SQLite runs each job in a savepoint, PostgreSQL runs the whole batch again
+one job per transaction.
 """
 
 from __future__ import annotations
@@ -14,28 +17,38 @@ import pytest
 from sqlalchemy import event, text
 
 from ajedrez.codes import Reply
-from ajedrez.errors import Failure, StorageError
+from ajedrez.errors import Failure, StorageError, TransientStorageError
 from ajedrez.storage.db import Conflict, Database, Tx
 
 
 @pytest.fixture
-def sqlite_db(tmp_path) -> Iterator[Database]:  # type: ignore[no-untyped-def]
-    db = Database(f"sqlite:///{tmp_path / 'writer.sqlite3'}")
+def store(database_url, tmp_path) -> Iterator[Database]:  # type: ignore[no-untyped-def]
+    url = database_url
+    if url.startswith("sqlite"):
+        url = f"sqlite:///{tmp_path / 'writer.sqlite3'}"
+    db = Database(url)
+    deferrable = "" if db.is_sqlite else " DEFERRABLE"
+    key = "INTEGER PRIMARY KEY" if db.is_sqlite else "SERIAL PRIMARY KEY"
     with db.engine.begin() as c:
-        c.execute(text("CREATE TABLE parent (id INTEGER PRIMARY KEY)"))
+        c.execute(text("DROP TABLE IF EXISTS wt_item"))
+        c.execute(text("DROP TABLE IF EXISTS wt_parent"))
+        c.execute(text("CREATE TABLE wt_parent (id INTEGER PRIMARY KEY)"))
         c.execute(
             text(
-                "CREATE TABLE item (id INTEGER PRIMARY KEY, who TEXT NOT NULL UNIQUE,"
-                " parent_id INTEGER REFERENCES parent(id))"
+                f"CREATE TABLE wt_item (id {key}, who TEXT NOT NULL UNIQUE,"
+                f" parent_id INTEGER REFERENCES wt_parent(id){deferrable})"
             )
         )
     yield db
+    with db.engine.begin() as c:
+        c.execute(text("DROP TABLE wt_item"))
+        c.execute(text("DROP TABLE wt_parent"))
     db.dispose()
 
 
 def _rows(db: Database) -> list[str]:
     with db.read() as c:
-        return list(c.execute(text("SELECT who FROM item ORDER BY id")).scalars())
+        return list(c.execute(text("SELECT who FROM wt_item ORDER BY id")).scalars())
 
 
 def _count_commits(db: Database) -> list[int]:
@@ -51,10 +64,17 @@ def _count_commits(db: Database) -> list[int]:
 def _insert(who: str, *, refuse: bool = False, orphan: bool = False):  # type: ignore[no-untyped-def]
     def job(tx: Tx) -> str:
         if orphan:
-            tx.conn.execute(text("PRAGMA defer_foreign_keys = ON"))
-            tx.conn.execute(text("INSERT INTO item (who, parent_id) VALUES (:w, 99)"), {"w": who})
+            defer = (
+                "PRAGMA defer_foreign_keys = ON"
+                if tx.conn.dialect.name == "sqlite"
+                else ("SET CONSTRAINTS ALL DEFERRED")
+            )
+            tx.conn.execute(text(defer))
+            tx.conn.execute(
+                text("INSERT INTO wt_item (who, parent_id) VALUES (:w, 99)"), {"w": who}
+            )
         else:
-            tx.conn.execute(text("INSERT INTO item (who) VALUES (:w)"), {"w": who})
+            tx.conn.execute(text("INSERT INTO wt_item (who) VALUES (:w)"), {"w": who})
         if refuse:
             raise Failure(Reply.F_ILLEGAL, f"{who} refused")
         return f"{who} stored"
@@ -73,7 +93,7 @@ def _behind_a_held_batch(db: Database, jobs: list) -> list[object]:  # type: ign
     inside, release = threading.Event(), threading.Event()
 
     def hold(tx: Tx) -> str:
-        tx.conn.execute(text("INSERT INTO item (who) VALUES ('held')"))
+        tx.conn.execute(text("INSERT INTO wt_item (who) VALUES ('held')"))
         inside.set()
         assert release.wait(10)
         return "held stored"
@@ -88,62 +108,115 @@ def _behind_a_held_batch(db: Database, jobs: list) -> list[object]:  # type: ign
     return asyncio.run(scenario())
 
 
-def test_queued_writes_share_one_commit_and_each_gets_its_own_answer(sqlite_db):
-    commits = _count_commits(sqlite_db)
+def test_queued_writes_share_one_commit_and_each_gets_its_own_answer(store):
+    commits = _count_commits(store)
     outcomes = _behind_a_held_batch(
-        sqlite_db, [_insert("a"), _insert("refused", refuse=True), _insert("b"), _insert("c")]
+        store, [_insert("a"), _insert("refused", refuse=True), _insert("b"), _insert("c")]
     )
     assert outcomes == ["held stored", "a stored", "Failure", "b stored", "c stored"]
-    assert commits[0] == 2  # the held job's batch, then one for the four queued behind it
+    if store.is_sqlite:
+        assert commits[0] == 2  # the held job's batch, then one for the four behind it
+    else:
+        assert commits[0] == 1 + 3  # the refusal sent each job to a transaction of its own
     # The refused job took back its own insert and nothing else.
-    assert _rows(sqlite_db) == ["held", "a", "b", "c"]
+    assert _rows(store) == ["held", "a", "b", "c"]
 
 
-def test_a_constraint_refuses_one_job_as_a_conflict(sqlite_db):
-    outcomes = _behind_a_held_batch(sqlite_db, [_insert("x"), _insert("x"), _insert("y")])
+def test_batches_share_one_commit(store):
+    commits = _count_commits(store)
+    outcomes = _behind_a_held_batch(store, [_insert(w) for w in "abcdef"])
+    assert outcomes == ["held stored", *(f"{w} stored" for w in "abcdef")]
+    assert commits[0] == 2
+    assert _rows(store) == ["held", *"abcdef"]
+
+
+def test_when_a_job_fails_the_others_run_once_or_again_alone(store):
+    """SQLite undoes only the failed job (its savepoint); PostgreSQL undoes the batch
+    and runs each job again in a transaction of its own, so a job must be safe to run
+    twice."""
+    runs: list[str] = []
+
+    def counted(tx: Tx) -> str:
+        runs.append("counted")
+        return _insert("counted")(tx)
+
+    outcomes = _behind_a_held_batch(store, [counted, _insert("refused", refuse=True)])
+    assert outcomes == ["held stored", "counted stored", "Failure"]
+    assert runs == (["counted"] if store.is_sqlite else ["counted", "counted"])
+    assert _rows(store) == ["held", "counted"]
+
+
+def test_a_deadlock_victim_is_run_again(store):
+    """PostgreSQL breaks a deadlock by rolling one transaction back: that job runs again
+    (up to TRANSIENT_RETRIES times). SQLite raises no such error, and does not retry."""
+    calls = [0]
+
+    def victim(tx: Tx) -> str:
+        calls[0] += 1
+        if calls[0] <= 2:
+            raise TransientStorageError("deadlock detected")
+        return _insert("victim")(tx)
+
+    outcomes = _behind_a_held_batch(store, [victim])
+    if store.is_sqlite:
+        assert outcomes == ["held stored", "TransientStorageError"]
+        assert _rows(store) == ["held"]
+    else:
+        assert outcomes == ["held stored", "victim stored"]
+        assert _rows(store) == ["held", "victim"]
+
+
+def test_a_constraint_refuses_one_job_as_a_conflict(store):
+    outcomes = _behind_a_held_batch(store, [_insert("x"), _insert("x"), _insert("y")])
     assert outcomes == ["held stored", "x stored", "Conflict", "y stored"]
-    assert _rows(sqlite_db) == ["held", "x", "y"]
+    assert _rows(store) == ["held", "x", "y"]
 
 
-def test_a_failed_commit_fails_every_job_of_the_batch(sqlite_db):
-    """A deferred foreign key fails at COMMIT: no job of that batch may be told 'stored'."""
-    outcomes = _behind_a_held_batch(sqlite_db, [_insert("a"), _insert("orphan", orphan=True)])
-    assert outcomes == ["held stored", "StorageError", "StorageError"]
-    assert _rows(sqlite_db) == ["held"]
+def test_a_failed_commit_fails_no_job_that_it_did_not_store(store):
+    """A deferred foreign key fails at COMMIT: no job of that batch may be told 'stored'
+    unless it is. SQLite fails the whole batch; PostgreSQL runs each job again alone, so
+    only the orphan fails."""
+    outcomes = _behind_a_held_batch(store, [_insert("a"), _insert("orphan", orphan=True)])
+    if store.is_sqlite:
+        assert outcomes == ["held stored", "StorageError", "StorageError"]
+        assert _rows(store) == ["held"]
+    else:
+        assert outcomes == ["held stored", "a stored", "Conflict"]
+        assert _rows(store) == ["held", "a"]
 
     async def after() -> object:
-        return await sqlite_db.write_later(_insert("after"))
+        return await store.write_later(_insert("after"))
 
     assert asyncio.run(after()) == "after stored"  # usable again at once
-    assert _rows(sqlite_db) == ["held", "after"]
+    assert _rows(store)[-1] == "after"
 
 
-def test_a_write_whose_waiter_is_cancelled_is_still_stored(sqlite_db):
+def test_a_write_whose_waiter_is_cancelled_is_still_stored(store):
     inside, release = threading.Event(), threading.Event()
 
     def slow(tx: Tx) -> None:
         inside.set()
         assert release.wait(10)
-        tx.conn.execute(text("INSERT INTO item (who) VALUES ('slow')"))
+        tx.conn.execute(text("INSERT INTO wt_item (who) VALUES ('slow')"))
 
     async def scenario() -> None:
-        waiter = asyncio.ensure_future(asyncio.shield(sqlite_db.write_later(slow)))
+        waiter = asyncio.ensure_future(asyncio.shield(store.write_later(slow)))
         assert await asyncio.to_thread(inside.wait, 10)
         waiter.cancel()
         release.set()
 
     asyncio.run(scenario())
-    sqlite_db.dispose()  # waits for the writes already queued
-    assert _rows(sqlite_db) == ["slow"]
+    store.dispose()  # waits for the writes already queued
+    assert _rows(store) == ["slow"]
 
 
-def test_write_jobs_map_errors_as_write_does(sqlite_db):
+def test_write_jobs_map_errors_as_write_does(store):
     """The writer thread's batch runs each job as ``write()`` runs a writer."""
-    results = sqlite_db.write_jobs([_insert("one"), _insert("one"), _insert("two")])
+    results = store.write_jobs([_insert("one"), _insert("one"), _insert("two")])
     assert [type(r).__name__ if isinstance(r, Exception) else r for r in results] == [
         "one stored",
         "Conflict",
         "two stored",
     ]
     assert isinstance(results[1], Conflict) and not isinstance(results[1], StorageError)
-    assert _rows(sqlite_db) == ["one", "two"]
+    assert _rows(store) == ["one", "two"]
