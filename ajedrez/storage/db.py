@@ -176,7 +176,8 @@ class Database:
     ) -> None:
         """``create=False`` refuses a SQLite file that does not exist yet.
 
-        ``group_commit``: most SQLite writers sharing one commit (1: a commit each).
+        ``group_commit``: most writers sharing one commit (SQLite group commit, and the
+        writer thread's batches on either store; 1: a commit each).
         """
         self.url = make_url(url)
         self.busy_timeout_ms = int(busy_timeout * 1000)
