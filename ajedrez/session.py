@@ -145,7 +145,7 @@ class Session:
 
     def runs_inline(self, raw: bytes) -> bool:
         """May this line run on the transport's event loop? Only when it neither waits
-        nor takes long: see ``commands.NO_STORAGE`` and ``GAME_READS``."""
+        nor takes long: see ``commands.NO_STORAGE``, ``GAME_READS`` and ``QUEUED_WRITES``."""
         return raw[:4] in self._inline and (len(raw) == 4 or raw[4:5] == b":")
 
     @staticmethod
