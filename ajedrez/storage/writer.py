@@ -1,13 +1,13 @@
-"""The SQLite writer thread: writes queued from an event loop, committed in batches.
+"""The writer thread: writes queued from an event loop, committed in batches.
 
-A move's check needs no lock (it runs on a snapshot, ``service/games.py``), but its write
-waits for the database's one write lock and for an fsync. Handing each write to a pool
-thread and back cost more CPU than the write itself (a thread wake-up, a GIL hand-over
-and a wake-up of the loop, each way). Here the loop queues the write and goes on; one
-thread per process takes every queued write, runs them in one transaction
-(``Database.write_jobs``, each in its own savepoint) and wakes each waiting loop once per
-batch. Under load a batch holds tens of writes, so both hand-offs and the fsync are
-shared.
+A move's write waits: on SQLite for the database's one write lock and an fsync, on
+PostgreSQL for its row lock and round trips. Handing each write to a pool thread and
+back cost more CPU than the write itself (a thread wake-up, a GIL hand-over and a wake-up
+of the loop, each way). Here the loop queues the write and goes on; one thread per
+process takes every queued write, runs them in one transaction (``Database.write_jobs``)
+and wakes each waiting loop once per batch. Under load a batch holds tens of writes, so
+the hand-offs and the transaction's fixed costs (SQLite's fsync; PostgreSQL's BEGIN,
+advisory lock and COMMIT) are shared.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class WriterThread:
             queue.SimpleQueue()
         )
         self._pid = os.getpid()  # a thread does not survive a fork
-        self._thread = threading.Thread(target=self._serve, name="sqlite-writer", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="writer", daemon=True)
         self._thread.start()
 
     def alive(self) -> bool:
@@ -88,7 +88,7 @@ class WriterThread:
             outcomes = [e] * len(batch)
         except BaseException:
             # Never leave a loop waiting for an answer that cannot come.
-            log.exception("the SQLite writer thread failed")
+            log.exception("the writer thread failed")
             self._answer(batch, [StorageError("the writer thread failed")] * len(batch))
             raise
         self._answer(batch, outcomes)
