@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, make_url, text
+from sqlalchemy import create_engine, event, make_url, text
 
 from ajedrez.service import Accounts, Games
 from ajedrez.storage.db import Database
@@ -213,6 +213,17 @@ def admin(
         text=True,
         timeout=120,
     )
+
+
+def count_commits(db: Database) -> list[int]:
+    """A one-item list that counts the transactions ``db`` commits from now on."""
+    commits = [0]
+
+    @event.listens_for(db.engine, "commit")
+    def _on_commit(_conn) -> None:  # type: ignore[no-untyped-def]
+        commits[0] += 1
+
+    return commits
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:

@@ -11,12 +11,13 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from ajedrez.codes import Reply
 from ajedrez.errors import Failure, StorageError
 from ajedrez.storage import db as db_module
 from ajedrez.storage.db import Database
+from tests.conftest import count_commits
 
 
 @pytest.fixture
@@ -32,16 +33,6 @@ def sqlite_db(tmp_path) -> Iterator[Database]:  # type: ignore[no-untyped-def]
         )
     yield db
     db.dispose()
-
-
-def _count_commits(db: Database) -> list[int]:
-    commits = [0]
-
-    @event.listens_for(db.engine, "commit")
-    def _on_commit(_conn) -> None:  # type: ignore[no-untyped-def]
-        commits[0] += 1
-
-    return commits
 
 
 def _rows(db: Database) -> list[str]:
@@ -60,7 +51,7 @@ def _queue_behind(db: Database, workers: list[threading.Thread], count: int) -> 
 
 
 def test_concurrent_writers_share_commits_and_lose_nothing(sqlite_db):
-    commits = _count_commits(sqlite_db)
+    commits = count_commits(sqlite_db)
     per_thread, threads = 40, 12
 
     def writer(n: int) -> None:
@@ -81,7 +72,7 @@ def test_concurrent_writers_share_commits_and_lose_nothing(sqlite_db):
 
 def test_a_refused_writer_takes_only_its_own_changes_back(sqlite_db, monkeypatch):
     monkeypatch.setattr(db_module, "GROUP_COMMIT_MAX_SECONDS", 30.0)
-    commits = _count_commits(sqlite_db)
+    commits = count_commits(sqlite_db)
     outcomes: dict[str, str] = {}
     inside, release = threading.Event(), threading.Event()
 
@@ -196,7 +187,7 @@ def test_group_commit_of_one_commits_every_writer(tmp_path):
     try:
         with db.engine.begin() as c:
             c.execute(text("CREATE TABLE item (id INTEGER PRIMARY KEY, who TEXT)"))
-        commits = _count_commits(db)
+        commits = count_commits(db)
 
         def writer(n: int) -> None:
             for i in range(10):

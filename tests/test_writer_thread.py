@@ -14,11 +14,12 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from ajedrez.codes import Reply
 from ajedrez.errors import Failure, StorageError, TransientStorageError
 from ajedrez.storage.db import Conflict, Database, Tx
+from tests.conftest import count_commits
 
 
 @pytest.fixture
@@ -49,16 +50,6 @@ def store(database_url, tmp_path) -> Iterator[Database]:  # type: ignore[no-unty
 def _rows(db: Database) -> list[str]:
     with db.read() as c:
         return list(c.execute(text("SELECT who FROM wt_item ORDER BY id")).scalars())
-
-
-def _count_commits(db: Database) -> list[int]:
-    commits = [0]
-
-    @event.listens_for(db.engine, "commit")
-    def _on_commit(_conn) -> None:  # type: ignore[no-untyped-def]
-        commits[0] += 1
-
-    return commits
 
 
 def _insert(who: str, *, refuse: bool = False, orphan: bool = False):  # type: ignore[no-untyped-def]
@@ -109,7 +100,7 @@ def _behind_a_held_batch(db: Database, jobs: list) -> list[object]:  # type: ign
 
 
 def test_queued_writes_share_one_commit_and_each_gets_its_own_answer(store):
-    commits = _count_commits(store)
+    commits = count_commits(store)
     outcomes = _behind_a_held_batch(
         store, [_insert("a"), _insert("refused", refuse=True), _insert("b"), _insert("c")]
     )
@@ -123,7 +114,7 @@ def test_queued_writes_share_one_commit_and_each_gets_its_own_answer(store):
 
 
 def test_batches_share_one_commit(store):
-    commits = _count_commits(store)
+    commits = count_commits(store)
     outcomes = _behind_a_held_batch(store, [_insert(w) for w in "abcdef"])
     assert outcomes == ["held stored", *(f"{w} stored" for w in "abcdef")]
     assert commits[0] == 2
