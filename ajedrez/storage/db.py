@@ -308,14 +308,17 @@ class Database:
         """SQLite: this thread's own connection for ``read_each``, kept open. Checking a
         connection out of the pool and back for every STAT and SPAR cost about a tenth
         of the event loop's time; a connection outside any transaction holds nothing."""
+        if self._readers_pid != os.getpid():  # after a fork: the parent's are its own
+            with self._queue_lock:
+                if self._readers_pid != os.getpid():
+                    self._readers, self._all_readers = threading.local(), []
+                    self._readers_pid = os.getpid()
         conn: Connection | None = getattr(self._readers, "conn", None)
-        if conn is None or conn.invalidated or conn.closed or self._readers.pid != os.getpid():
+        if conn is None or conn.invalidated or conn.closed:
             with mapped_errors():
                 conn = self.engine.connect()
-            self._readers.conn, self._readers.pid = conn, os.getpid()
+            self._readers.conn = conn
             with self._queue_lock:
-                if self._readers_pid != os.getpid():  # after a fork: the parent's own
-                    self._all_readers, self._readers_pid = [], os.getpid()
                 self._all_readers = [
                     c for c in self._all_readers if not (c.closed or c.invalidated)
                 ]
