@@ -27,7 +27,7 @@ from .commands import (
 )
 from .errors import TRANSIENT_RETRIES, Failure, StorageError, TransientStorageError
 from .service import Accounts, Caller, Games
-from .service.games import MoveRecord
+from .service.games import GameStatus, MoveRecord
 from .throttle import LoginThrottle
 from .values import format_fecha, format_partida
 from .wire import LineError, encode_records, encode_reply, parse_line
@@ -78,7 +78,10 @@ class Session:
             name: getattr(self, f"do_{name}") for name in SPECS
         }
         self.writes_later = games.writes_later
-        self._inline = _inline_codes(games.reads_never_wait, games.writes_later)
+        self.reads_later = games.reads_later
+        self._inline = _inline_codes(
+            games.reads_never_wait or games.reads_later, games.writes_later
+        )
 
     @property
     def logged_in(self) -> bool:
@@ -266,25 +269,16 @@ class Session:
         return self._records(Reply.S_SRNK, [f"{name}:{wins}" for name, wins in ranking])
 
     def do_STAT(self, game_id: int) -> Outcome:
-        g = self.games.status(self._me.id, game_id)
-        fields = (
-            format_partida(g.game_id),
-            g.white,
-            g.black,
-            format_fecha(g.changed_at),
-            g.status,
-            g.winner,
-            g.req_white,
-            g.req_black,
-            g.color,
-            g.next_ply,
-        )
-        return self._reply(Reply.S_STAT, ":".join(map(str, fields)))
+        if self.reads_later:  # on the event loop: see runs_inline
+            work = self.games.status_later(self._me.id, game_id)
+            return Outcome(later=Later("STAT", work, _stat))
+        return _stat(self.games.status(self._me.id, game_id))
 
     def do_SPAR(self, game_id: int, after: int) -> Outcome:
-        moves = self.games.moves_after(self._me.id, game_id, after)
-        records = [f"{m.ply}:{m.jugada}:{m.reverso}:{m.posicion}:{m.promocion}" for m in moves]
-        return self._records(Reply.S_SPAR, records)
+        if self.reads_later:
+            work = self.games.moves_after_later(self._me.id, game_id, after)
+            return Outcome(later=Later("SPAR", work, _spar))
+        return _spar(self.games.moves_after(self._me.id, game_id, after))
 
     def do_JGDA(
         self, game_id: int, ply: int, jugada: str, reverso: int, posicion: str, promocion: int
@@ -315,6 +309,27 @@ class Session:
     def do_PGNX(self, game_id: int) -> Outcome:
         text = self.games.pgn(game_id, caller_id=self._me.id)
         return self._records(Reply.S_PGNX, text.rstrip("\n").split("\n"), sep="\n")
+
+
+def _stat(g: GameStatus) -> Outcome:
+    fields = (
+        format_partida(g.game_id),
+        g.white,
+        g.black,
+        format_fecha(g.changed_at),
+        g.status,
+        g.winner,
+        g.req_white,
+        g.req_black,
+        g.color,
+        g.next_ply,
+    )
+    return Session._reply(Reply.S_STAT, ":".join(map(str, fields)))
+
+
+def _spar(moves: list[MoveRecord]) -> Outcome:
+    records = [f"{m.ply}:{m.jugada}:{m.reverso}:{m.posicion}:{m.promocion}" for m in moves]
+    return Session._records(Reply.S_SPAR, records)
 
 
 def _moved(_stored: object) -> Outcome:

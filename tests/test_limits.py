@@ -350,6 +350,7 @@ class NoGames:
     """Stands in for the game service, which SUBS never uses."""
 
     reads_never_wait = False
+    reads_later = False
     writes_later = False
 
 

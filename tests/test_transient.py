@@ -14,6 +14,7 @@ from ajedrez.storage.models import User
 
 class FlakyGames:
     reads_never_wait = False
+    reads_later = False
     writes_later = False
 
     def __init__(self, failures: int) -> None:

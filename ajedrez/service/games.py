@@ -7,14 +7,29 @@ the primary key (game, ply) of ``moves`` makes a duplicate ply impossible in any
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import chess
 import chess.pgn
-from sqlalchemy import Connection, and_, bindparam, delete, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Integer,
+    and_,
+    any_,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import aliased
 
 from ..codes import Reply
@@ -36,7 +51,7 @@ from ..storage.models import (
     Move,
     User,
 )
-from ..storage.prepared import Prepared
+from ..storage.prepared import Prepared, PreparedMany
 from ..values import format_partida
 
 PROMOTION_CODES = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
@@ -55,6 +70,8 @@ FIVEFOLD_MIN_PLIES = 16
 # in play at once at 1,000 players.
 BOARD_CACHE_GAMES = 1024
 RESULTS = {WINNER_NONE: "*", WINNER_WHITE: "1-0", WINNER_BLACK: "0-1", WINNER_DRAW: "1/2-1/2"}
+
+T = TypeVar("T")
 
 White = aliased(User)
 Black = aliased(User)
@@ -120,6 +137,12 @@ class Games:
         """Do ``status`` and ``moves_after`` answer without waiting for any writer or
         round trip? The transport may then run them on its event loop."""
         return self.db.reads_never_wait
+
+    @property
+    def reads_later(self) -> bool:
+        """Are ``status_later`` and ``moves_after_later`` the way to read a game from an
+        event loop (the reads are round trips: PostgreSQL)?"""
+        return not self.db.reads_never_wait
 
     # -- challenges --------------------------------------------------------------------
 
@@ -246,30 +269,24 @@ class Games:
 
     def status(self, caller_id: int, game_id: int) -> GameStatus:
         with self.db.read_each() as conn:
-            row = _game_row(conn, game_id)
-            color = _color_of(row, caller_id, game_id)
-            return GameStatus(
-                game_id,
-                row.white,
-                row.black,
-                row.changed_at,
-                row.status,
-                row.winner,
-                row.req_white,
-                row.req_black,
-                color,
-                row.next_ply,
-            )
+            return _status(_GAME.all(conn, gid=game_id), caller_id, game_id)
+
+    def status_later(self, caller_id: int, game_id: int) -> Awaitable[GameStatus]:
+        """``status`` for an event loop, through the reader thread (see ``reads_later``)."""
+        rows = self.db.read_later(_GAME, gid=game_id)
+        return _then(rows, lambda found: _status(found, caller_id, game_id))
 
     def moves_after(self, caller_id: int, game_id: int, after: int) -> list[MoveRecord]:
         with self.db.read_each() as conn:
             rows = _PLAYERS_AND_MOVES_AFTER.all(conn, gid=game_id, after=after)
-        if not rows:
-            raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
-        _color_of(rows[0], caller_id, game_id)
-        if rows[0].ply is None:  # the outer join found the game but no move
-            raise Failure(Reply.F_NOMASJUG, f"no moves after ply {after} in {_pid(game_id)}")
-        return [MoveRecord(r.ply, r.jugada, r.reverso, r.posicion, r.promocion) for r in rows]
+        return _moves_after(rows, caller_id, game_id, after)
+
+    def moves_after_later(
+        self, caller_id: int, game_id: int, after: int
+    ) -> Awaitable[list[MoveRecord]]:
+        """``moves_after`` for an event loop, through the reader thread."""
+        rows = self.db.read_later(_PLAYERS_AND_MOVES_AFTER_MANY, gid=game_id, after=after)
+        return _then(rows, lambda found: _moves_after(found, caller_id, game_id, after))
 
     def ranking(self, limit: int = 10) -> list[tuple[str, int]]:
         with self.db.read() as conn:
@@ -297,19 +314,16 @@ class Games:
             raise _just_played(game_id, move) from None
 
     def play_later(self, caller_id: int, game_id: int, move: MoveRecord) -> Awaitable[None]:
-        """``play`` for an event loop (when ``writes_later``): the move is checked now, on
-        a snapshot, and refused at once if it is wrong; the write is queued, and the
-        awaitable completes when it is durable or fails with the reason it was refused."""
+        """``play`` for an event loop (when ``writes_later``): on SQLite the move is
+        checked now, on a snapshot, and refused at once if it is wrong; the write is
+        queued, and the awaitable completes when it is durable or fails with the reason
+        it was refused."""
+        return self.db.write_later(self.move_job(caller_id, game_id, move))
+
+    def move_job(self, caller_id: int, game_id: int, move: MoveRecord) -> MoveJob:
+        """The queued write of ``play_later``, for ``Database.write_later``."""
         plan = self._plan_on_snapshot(caller_id, game_id, move)
-
-        def store(tx: Tx) -> None:
-            try:
-                with mapped_errors():
-                    self._play(tx, caller_id, game_id, move, plan)
-            except Conflict:
-                raise _just_played(game_id, move) from None
-
-        return self.db.write_later(store)
+        return MoveJob(self, caller_id, game_id, move, plan)
 
     def _plan_on_snapshot(self, caller_id: int, game_id: int, move: MoveRecord) -> _Plan | None:
         """Where writers wait for each other (SQLite), check the move and compute its
@@ -340,30 +354,13 @@ class Games:
                 return  # an exact resend of the move just stored: nothing to do
         if plan is None or plan.state != _state(row):
             plan = _plan_move(conn, row, caller_id, game_id, move, self._boards)
-        values = {
-            "m_game": game_id,
-            "m_ply": move.ply,
-            "m_jugada": move.jugada,
-            "m_reverso": move.reverso,
-            "m_posicion": move.posicion,
-            "m_promocion": move.promocion,
-            "m_san": plan.san,
-            "m_at": tx.stamp,
-            "gid": game_id,
-            "g_next": move.ply + 1,
-            "g_fen": plan.fen,
-            "g_changed": tx.stamp,
-            "g_base_ply": plan.base_ply,
-            "g_base_fen": plan.base_fen,
-        }
+        values = _move_values(tx, game_id, move, plan)
         if conn.dialect.name == "postgresql":
             _STORE_MOVE.run(conn, **values)  # one round trip
         else:
             _INSERT_MOVE.run(conn, **values)
             _UPDATE_AFTER_MOVE.run(conn, **values)
-        if plan.outcome is not None:
-            winner = _winner_code(plan.outcome.winner)
-            _update_game(tx, game_id, **_finish_values(tx, row, winner, plan.outcome.termination))
+        _finish_if_over(tx, game_id, row, plan)
 
     # -- draws, resignation ------------------------------------------------------------
 
@@ -500,6 +497,152 @@ def _pid(game_id: int) -> str:
     return format_partida(game_id)
 
 
+@dataclass(frozen=True)
+class MoveJob:
+    """One move's write, queued for the writer thread (``Database.write_later``)."""
+
+    games: Games
+    caller_id: int
+    game_id: int
+    move: MoveRecord
+    plan: _Plan | None  # checked on a snapshot (SQLite), to be confirmed against the row
+
+    def __call__(self, tx: Tx) -> None:
+        try:
+            with mapped_errors():
+                self.games._play(tx, self.caller_id, self.game_id, self.move, self.plan)
+        except Conflict:
+            raise _just_played(self.game_id, self.move) from None
+
+    @staticmethod
+    def together(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
+        return _store_moves(tx, jobs)
+
+
+def _store_moves(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
+    """A batch of moves on PostgreSQL in three round trips instead of two a move: lock
+    and read every game row at once (in id order, so that two processes' batches cannot
+    deadlock on each other), check each move in Python, store them all in one pipeline.
+
+    A game's second move in the batch, and a possible resend, run afterwards one by one
+    as ``MoveJob`` would alone, seeing the stored moves. A refused move is refused
+    before anything is written, so it leaves nothing to undo; a database fault raises,
+    and ``Database.write_jobs`` then runs each job alone.
+    """
+    conn = tx.conn
+    rows = {r.id: r for r in _PLAY_ROWS.all(conn, gids=sorted({j.game_id for j in jobs}))}
+    out: list[Exception | None] = [None] * len(jobs)
+    stores: list[dict[str, object]] = []
+    endings = []
+    alone: list[int] = []
+    seen: set[int] = set()
+    for i, job in enumerate(jobs):
+        if job.game_id in seen:
+            alone.append(i)
+            continue
+        seen.add(job.game_id)
+        row = rows.get(job.game_id)
+        try:
+            if row is None:
+                raise Failure(Reply.F_NOGAME, f"no game {_pid(job.game_id)}")
+            if _maybe_resend(row, job.caller_id, job.game_id, job.move):
+                alone.append(i)
+                continue
+            plan = _plan_move(conn, row, job.caller_id, job.game_id, job.move, job.games._boards)
+        except Failure as e:
+            out[i] = e
+            continue
+        stores.append(_move_values(tx, job.game_id, job.move, plan))
+        endings.append((job.game_id, row, plan))
+    _STORE_MOVES.run_each(conn, stores)
+    for game_id, row, plan in endings:
+        _finish_if_over(tx, game_id, row, plan)
+    for i in alone:
+        try:
+            jobs[i](tx)
+        except Failure as e:
+            out[i] = e
+    return out
+
+
+def _move_values(tx: Tx, game_id: int, move: MoveRecord, plan: _Plan) -> dict[str, object]:
+    """The parameters of ``_INSERT_MOVE``, ``_UPDATE_AFTER_MOVE`` and ``_STORE_MOVE``."""
+    return {
+        "m_game": game_id,
+        "m_ply": move.ply,
+        "m_jugada": move.jugada,
+        "m_reverso": move.reverso,
+        "m_posicion": move.posicion,
+        "m_promocion": move.promocion,
+        "m_san": plan.san,
+        "m_at": tx.stamp,
+        "gid": game_id,
+        "g_next": move.ply + 1,
+        "g_fen": plan.fen,
+        "g_changed": tx.stamp,
+        "g_base_ply": plan.base_ply,
+        "g_base_fen": plan.base_fen,
+    }
+
+
+def _finish_if_over(tx: Tx, game_id: int, row, plan: _Plan) -> None:  # type: ignore[no-untyped-def]
+    if plan.outcome is not None:
+        winner = _winner_code(plan.outcome.winner)
+        _update_game(tx, game_id, **_finish_values(tx, row, winner, plan.outcome.termination))
+
+
+def _status(rows: list, caller_id: int, game_id: int) -> GameStatus:  # type: ignore[type-arg]
+    if not rows:
+        raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
+    row = rows[0]
+    color = _color_of(row, caller_id, game_id)
+    return GameStatus(
+        game_id,
+        row.white,
+        row.black,
+        row.changed_at,
+        row.status,
+        row.winner,
+        row.req_white,
+        row.req_black,
+        color,
+        row.next_ply,
+    )
+
+
+def _moves_after(rows: list, caller_id: int, game_id: int, after: int) -> list[MoveRecord]:  # type: ignore[type-arg]
+    if not rows:
+        raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
+    _color_of(rows[0], caller_id, game_id)
+    if rows[0].ply is None:  # the outer join found the game but no move
+        raise Failure(Reply.F_NOMASJUG, f"no moves after ply {after} in {_pid(game_id)}")
+    return [MoveRecord(r.ply, r.jugada, r.reverso, r.posicion, r.promocion) for r in rows]
+
+
+def _then(rows: asyncio.Future[list], make: Callable[[list], T]) -> asyncio.Future[T]:  # type: ignore[type-arg]
+    """A future of ``make(rows)``, computed on the loop once the rows are in; a task
+    per read would cost more than the read's own work on the loop."""
+    result: asyncio.Future[T] = rows.get_loop().create_future()
+
+    def done(found: asyncio.Future[list]) -> None:  # type: ignore[type-arg]
+        if result.cancelled():
+            return
+        if found.cancelled():
+            result.cancel()
+            return
+        error = found.exception()
+        if error is None:
+            try:
+                result.set_result(make(found.result()))
+                return
+            except Exception as e:
+                error = e
+        result.set_exception(error)
+
+    rows.add_done_callback(done)
+    return result
+
+
 def _just_played(game_id: int, move: MoveRecord) -> Failure:
     # Another transaction stored this ply first (possible only across databases that do
     # not honour the row lock); the client must resynchronise.
@@ -533,6 +676,13 @@ _PLAY_ROW = Prepared(
         Game.end_reason,
     )
     .where(Game.id == bindparam("gid"))
+    .with_for_update()
+)
+# A batch of moves (_store_moves): every game row locked in id order.
+_PLAY_ROWS = Prepared(
+    select(Game.id, *_PLAY_ROW.statement.selected_columns)  # type: ignore[attr-defined]
+    .where(Game.id == any_(bindparam("gids", type_=ARRAY(Integer))))
+    .order_by(Game.id)
     .with_for_update()
 )
 _MOVE_AT = Prepared(
@@ -589,6 +739,69 @@ _UPDATE_AFTER_MOVE = Prepared(
 # PostgreSQL runs both in one statement, so a move costs one round trip fewer; SQLite
 # has no INSERT inside WITH.
 _STORE_MOVE = Prepared(_UPDATE_AFTER_MOVE.statement.add_cte(_INSERT_MOVE.statement.cte("stored")))  # type: ignore[attr-defined]
+
+
+def _array(name: str, column):  # type: ignore[no-untyped-def]
+    """A parameter bound to an array of ``column``'s values (``PreparedMany``)."""
+    return cast(bindparam(name), ARRAY(column.type))
+
+
+# PostgreSQL: many SPARs in one statement (the reader thread's batch).
+_SPAR_QUERIES = (
+    func.unnest(_array("gid", Game.id), _array("after", Move.ply))
+    .table_valued("gid", "after", with_ordinality="i")
+    .render_derived(name="q")
+)
+_PLAYERS_AND_MOVES_AFTER_MANY = PreparedMany(
+    select(_SPAR_QUERIES.c.i, *_PLAYERS_AND_MOVES_AFTER.statement.selected_columns)  # type: ignore[attr-defined]
+    .select_from(_SPAR_QUERIES)
+    .join(Game, Game.id == _SPAR_QUERIES.c.gid)
+    .outerjoin(Move, and_(Move.game_id == Game.id, Move.ply > _SPAR_QUERIES.c.after))
+    .order_by(_SPAR_QUERIES.c.i, Move.ply),
+    each=("gid", "after"),
+)
+
+# PostgreSQL: a batch's moves (_store_moves) in one statement, as _STORE_MOVE does one.
+_MOVE_FIELDS = (
+    ("m_game", Move.game_id),
+    ("m_ply", Move.ply),
+    ("m_jugada", Move.jugada),
+    ("m_reverso", Move.reverso),
+    ("m_posicion", Move.posicion),
+    ("m_promocion", Move.promocion),
+    ("m_san", Move.san),
+    ("g_fen", Game.fen),
+    ("g_base_ply", Game.base_ply),
+    ("g_base_fen", Game.base_fen),
+)
+_NEW_MOVES = (
+    func.unnest(*(_array(name, column) for name, column in _MOVE_FIELDS))
+    .table_valued(*(name for name, _ in _MOVE_FIELDS))
+    .render_derived(name="v")
+)
+_STORE_MOVES = PreparedMany(
+    update(Game)
+    .where(Game.id == _NEW_MOVES.c.m_game)
+    .values(
+        next_ply=_NEW_MOVES.c.m_ply + 1,
+        fen=_NEW_MOVES.c.g_fen,
+        changed_at=bindparam("g_changed"),
+        base_ply=_NEW_MOVES.c.g_base_ply,
+        base_fen=_NEW_MOVES.c.g_base_fen,
+    )
+    .add_cte(
+        insert(Move)
+        .from_select(
+            [column.key for _, column in _MOVE_FIELDS[:7]] + ["created_at"],
+            select(
+                *(_NEW_MOVES.c[name] for name, _ in _MOVE_FIELDS[:7]),
+                bindparam("m_at", type_=Move.created_at.type),
+            ),
+        )
+        .cte("stored")
+    ),
+    each=tuple(name for name, _ in _MOVE_FIELDS),
+)
 
 
 def _game_row(conn: Connection, game_id: int, *, lock: bool = False):  # type: ignore[no-untyped-def]

@@ -41,17 +41,18 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, exc, make_url, text
 from sqlalchemy.engine import URL
 
 from ..errors import TRANSIENT_RETRIES, StorageError, TransientStorageError
+from .batches import BatchThread
 from .prepared import Prepared
-from .writer import WriterThread
 
 SQLITE_BUSY_TIMEOUT = 10.0  # seconds
 GROUP_COMMIT_WRITERS = 32
+READ_BATCH = 64  # most reads the reader thread sends in one go
 PING_IF_IDLE_SECONDS = 5.0  # PostgreSQL: see Database._install_idle_ping
 # A batch stays open only while writers queue; this bounds how long the first one waits.
 GROUP_COMMIT_MAX_SECONDS = 0.010
@@ -145,6 +146,31 @@ class Tx:
     stamp: int
 
 
+@dataclass(frozen=True)
+class _Read:
+    statement: Prepared
+    params: dict[str, Any]
+
+
+def _run_together(tx: Tx, jobs: Sequence[Callable[[Tx], T]]) -> list[T | Exception]:
+    """Each job's result in one transaction: jobs that share a ``together`` function run
+    through it as one group (see ``write_later``), after the others, which run alone; a
+    job that raises fails the whole batch."""
+    results: list[T | Exception] = [None] * len(jobs)  # type: ignore[list-item]
+    groups: dict[Callable[..., list[Any]], list[int]] = {}
+    for i, job in enumerate(jobs):
+        together = getattr(job, "together", None)
+        if together is None:
+            results[i] = job(tx)
+        else:
+            groups.setdefault(together, []).append(i)
+    for together, indexes in groups.items():
+        found = together(tx, [jobs[i] for i in indexes])
+        for i, result in zip(indexes, found, strict=True):
+            results[i] = result
+    return results
+
+
 def redact(url: str | URL) -> str:
     """The URL as it may appear in logs: never with its password."""
     return make_url(url).render_as_string(hide_password=True)
@@ -187,7 +213,9 @@ class Database:
         self._queue_lock = threading.Lock()
         self._queued = 0  # threads waiting for _write_lock
         self._batch: _Batch | None = None
-        self._writer: WriterThread | None = None
+        self._writer: BatchThread | None = None
+        self._reader: BatchThread | None = None  # PostgreSQL: see read_later
+        self._reader_conn: Connection | None = None  # the reader thread's own
         self._readers = threading.local()  # SQLite: see _thread_reader
         self._all_readers: list[Connection] = []
         self._readers_pid = os.getpid()
@@ -255,7 +283,7 @@ class Database:
     @property
     def reads_never_wait(self) -> bool:
         """Is a ``read_each`` a local call that no writer can hold up (SQLite in WAL mode)?
-        PostgreSQL's reads are network round trips."""
+        PostgreSQL's reads are network round trips: ``read_later`` queues them instead."""
         return self.is_sqlite
 
     @staticmethod
@@ -264,9 +292,14 @@ class Database:
         event.listen(engine, "checkout", _ping_if_idle)
 
     def dispose(self) -> None:
-        if self._writer is not None:
-            self._writer.stop()
-            self._writer = None
+        # After a fork the reader's connection is the parent's: not to be closed here.
+        reader_conn = self._reader_conn if self._reader and self._reader.alive() else None
+        for thread in (self._writer, self._reader):
+            if thread is not None:
+                thread.stop()
+        self._writer = self._reader = self._reader_conn = None
+        if reader_conn is not None and not reader_conn.closed:
+            reader_conn.close()
         with self._queue_lock:
             mine = self._readers_pid == os.getpid()
             readers, self._all_readers = (self._all_readers if mine else []), []
@@ -375,8 +408,7 @@ class Database:
         checked it first left nothing)."""
         try:
             with self._pg_transaction(_PG_WRITE_BEGIN) as tx:
-                results: list[T | Exception] = [job(tx) for job in jobs]
-            return results
+                return _run_together(tx, jobs)
         except Exception as e:
             if len(jobs) == 1 and not isinstance(e, TransientStorageError):
                 return [e]
@@ -397,14 +429,53 @@ class Database:
     def write_later(self, job: Callable[[Tx], T]) -> asyncio.Future[T]:
         """From an event loop: ``job`` runs on this process's writer thread, in a batch
         with whatever other jobs are queued (``write_jobs``); the future completes once
-        the batch is durable (or fails with the job's exception or the commit's)."""
+        the batch is durable (or fails with the job's exception or the commit's).
+
+        On PostgreSQL, jobs that have a ``together`` attribute run through it as a group:
+        ``job.together(tx, jobs)`` returns each job's result or exception, and raises
+        (undoing the batch) only for a fault of the database."""
         writer = self._writer
         if writer is None or not writer.alive():
             with self._queue_lock:
                 if self._writer is None or not self._writer.alive():
-                    self._writer = WriterThread(self.write_jobs, self.group_commit)
+                    self._writer = BatchThread(self.write_jobs, self.group_commit, "writer")
                 writer = self._writer
         return writer.submit(job)
+
+    def read_later(self, statement: Prepared, **params: Any) -> asyncio.Future[list[Any]]:
+        """From an event loop: the rows of ``statement``, run on this process's reader
+        thread in autocommit. The reads queued meanwhile go out together: each
+        statement's runs in one pipeline (PostgreSQL), so a batch costs one round trip
+        per distinct statement and one wake-up of each waiting loop."""
+        reader = self._reader
+        if reader is None or not reader.alive():
+            with self._queue_lock:
+                if self._reader is None or not self._reader.alive():
+                    self._reader_conn = None  # a parent's, after a fork
+                    self._reader = BatchThread(self._read_jobs, READ_BATCH, "reader")
+                reader = self._reader
+        return reader.submit(_Read(statement, params))
+
+    def _read_jobs(self, reads: Sequence[_Read]) -> list[list[Any] | Exception]:
+        """The reader thread's batch: each statement's reads in one ``all_each``."""
+        conn = self._reader_conn
+        if conn is None or conn.closed or conn.invalidated:
+            with mapped_errors():
+                conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            self._reader_conn = conn
+        out: list[list[Any] | Exception] = [[] for _ in reads]
+        by_statement: dict[Prepared, list[int]] = {}
+        for i, read in enumerate(reads):
+            by_statement.setdefault(read.statement, []).append(i)
+        for statement, indexes in by_statement.items():
+            try:
+                with mapped_errors():
+                    found: list[Any] = statement.all_each(conn, [reads[i].params for i in indexes])
+            except Exception as e:
+                found = [e] * len(indexes)
+            for i, rows in zip(indexes, found, strict=True):
+                out[i] = rows
+        return out
 
     @contextmanager
     def sync_read(self) -> Iterator[Tx]:

@@ -48,16 +48,29 @@ class Prepared:
             self._compiled[dialect.name] = found
         return found
 
-    def _execute(self, conn: Connection, params: dict[str, Any]) -> tuple[Any, _Compiled]:
-        compiled = self._for(conn.dialect)
+    def _args(self, compiled: _Compiled, params: dict[str, Any]) -> Any:
         if compiled.fixed:
             params = compiled.fixed | params
-        args: Any = params if compiled.order is None else tuple(params[k] for k in compiled.order)
+        return params if compiled.order is None else tuple(params[k] for k in compiled.order)
+
+    def _execute(
+        self, conn: Connection, params: dict[str, Any] | list[dict[str, Any]]
+    ) -> tuple[Any, _Compiled]:
+        """Run once with ``params``, or once per item of a list of them (``executemany``:
+        psycopg sends them all in one pipeline, one round trip for the lot)."""
+        compiled = self._for(conn.dialect)
         dbapi = conn.dialect.loaded_dbapi
         cursor = None
         try:
             cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-            cursor.execute(compiled.sql, args)
+            if isinstance(params, list):
+                many = [self._args(compiled, p) for p in params]
+                if compiled.row is None:
+                    cursor.executemany(compiled.sql, many)
+                else:
+                    cursor.executemany(compiled.sql, many, returning=True)
+            else:
+                cursor.execute(compiled.sql, self._args(compiled, params))
         except dbapi.Error as e:
             lost = conn.dialect.is_disconnect(e, conn.connection.dbapi_connection, cursor)
             if cursor is not None:
@@ -90,6 +103,29 @@ class Prepared:
             cursor.close()
         return None if found is None else compiled.row._make(found)
 
+    def all_each(self, conn: Connection, params: list[dict[str, Any]]) -> list[list[Any]]:
+        """The rows for each item of ``params``; on PostgreSQL all sent in one pipeline."""
+        if not params:
+            return []
+        if conn.dialect.name != "postgresql":  # sqlite3 has no executemany for rows
+            return [self.all(conn, **p) for p in params]
+        cursor, compiled = self._execute(conn, params)
+        try:
+            out = []
+            while True:
+                out.append([compiled.row._make(r) for r in cursor.fetchall()])
+                if not cursor.nextset():
+                    return out
+        finally:
+            cursor.close()
+
+    def run_each(self, conn: Connection, params: list[dict[str, Any]]) -> None:
+        """A statement without rows, run for each item of ``params``; on PostgreSQL in
+        one pipeline."""
+        if params:
+            cursor, _compiled = self._execute(conn, params)
+            cursor.close()
+
     def run(self, conn: Connection, **params: Any) -> int:
         """A statement without rows; returns how many rows it changed."""
         cursor, _compiled = self._execute(conn, params)
@@ -97,3 +133,35 @@ class Prepared:
             return int(cursor.rowcount)
         finally:
             cursor.close()
+
+
+class PreparedMany:
+    """PostgreSQL: one statement run for many parameter sets at once, in one execution.
+
+    Its SQL takes each of ``each`` as an array (``unnest``) and the others as one value
+    shared by all sets; a statement with rows returns the set's ordinal (from 1) as its
+    first column. Sending the sets through ``executemany``, even pipelined, costs a
+    statement execution each in the server and a result each in psycopg.
+    """
+
+    def __init__(self, statement: Executable, each: tuple[str, ...]) -> None:
+        self.prepared = Prepared(statement)
+        self.each = each
+
+    def _arrays(self, params: list[dict[str, Any]]) -> dict[str, Any]:
+        arrays = dict(params[0])
+        for name in self.each:
+            arrays[name] = [p[name] for p in params]
+        return arrays
+
+    def all_each(self, conn: Connection, params: list[dict[str, Any]]) -> list[list[Any]]:
+        """The rows for each item of ``params``, as ``Prepared.all_each``."""
+        out: list[list[Any]] = [[] for _ in params]
+        if params:
+            for row in self.prepared.all(conn, **self._arrays(params)):
+                out[row[0] - 1].append(row)
+        return out
+
+    def run_each(self, conn: Connection, params: list[dict[str, Any]]) -> None:
+        if params:
+            self.prepared.run(conn, **self._arrays(params))

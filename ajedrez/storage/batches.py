@@ -1,13 +1,17 @@
-"""The writer thread: writes queued from an event loop, committed in batches.
+"""Batch threads: work queued from an event loop, run in batches on one thread.
 
 A move's write waits: on SQLite for the database's one write lock and an fsync, on
 PostgreSQL for its row lock and round trips. Handing each write to a pool thread and
 back cost more CPU than the write itself (a thread wake-up, a GIL hand-over and a wake-up
 of the loop, each way). Here the loop queues the write and goes on; one thread per
-process takes every queued write, runs them in one transaction (``Database.write_jobs``)
-and wakes each waiting loop once per batch. Under load a batch holds tens of writes, so
-the hand-offs and the transaction's fixed costs (SQLite's fsync; PostgreSQL's BEGIN,
-advisory lock and COMMIT) are shared.
+process (the writer) takes every queued write, runs them in one transaction
+(``Database.write_jobs``) and wakes each waiting loop once per batch. Under load a batch
+holds tens of writes, so the hand-offs and the transaction's fixed costs (SQLite's fsync;
+PostgreSQL's BEGIN, advisory lock and COMMIT) are shared.
+
+On PostgreSQL a read is a network round trip too, so STAT and SPAR are queued the same
+way to a second thread (the reader, ``Database.read_later``), which sends a batch's
+statements in one pipeline.
 """
 
 from __future__ import annotations
@@ -30,18 +34,18 @@ RunBatch = Callable[[Sequence[Job]], list[Any]]
 
 
 class _Stop:
-    """Queued by :meth:`WriterThread.stop`: the thread ends once it takes it."""
+    """Queued by :meth:`BatchThread.stop`: the thread ends once it takes it."""
 
 
-class WriterThread:
-    def __init__(self, run_batch: RunBatch, max_batch: int) -> None:
+class BatchThread:
+    def __init__(self, run_batch: RunBatch, max_batch: int, name: str) -> None:
         self._run_batch = run_batch
         self._max_batch = max(1, max_batch)
         self._queue: queue.SimpleQueue[tuple[Job, asyncio.Future[Any]] | _Stop] = (
             queue.SimpleQueue()
         )
         self._pid = os.getpid()  # a thread does not survive a fork
-        self._thread = threading.Thread(target=self._serve, name="writer", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
     def alive(self) -> bool:
@@ -88,8 +92,9 @@ class WriterThread:
             outcomes = [e] * len(batch)
         except BaseException:
             # Never leave a loop waiting for an answer that cannot come.
-            log.exception("the writer thread failed")
-            self._answer(batch, [StorageError("the writer thread failed")] * len(batch))
+            log.exception("the %s thread failed", self._thread.name)
+            failed = StorageError(f"the {self._thread.name} thread failed")
+            self._answer(batch, [failed] * len(batch))
             raise
         self._answer(batch, outcomes)
 
