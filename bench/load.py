@@ -8,6 +8,10 @@ log every player in (connect, USER, PASS); start the pairs (JUEG, TRAN, ACEP, th
 see :mod:`bench.players`); after ``--warmup`` seconds measure for ``--duration`` seconds
 (or, with ``--moves-per-game``, until every pair has played its one game); stop the
 players, QUIT, print the table and optionally write JSON. See ``bench/README.md``.
+
+By default the players move as fast as the server answers (closed loop: the latencies
+are then queueing at the server's limit). ``--rate R`` paces them instead: R moves/s
+offered over all games, each game moving on its own schedule (see :class:`Pace`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import random
 import resource
@@ -32,7 +37,7 @@ from ajedrez import loops
 from ajedrez.client.errors import ClientError
 
 from .host import cpu_ticks, machine
-from .players import Control, Pair, Player, Settings, make_scripts
+from .players import Control, Pace, Pair, Player, Settings, make_scripts
 from .report import render_table, write_json
 from .seed import PASSWORD, seed_users, user_names
 from .server_proc import PySpy, ServerProcess, Watcher, start_or_attach
@@ -82,6 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="poll",
         help="how a waiting player learns its turn: polling (--poll-command), or notify: "
         "woken by its opponent's task, as by a push notification, then one SPAR (poll)",
+    )
+    p.add_argument(
+        "--rate",
+        type=float,
+        metavar="MOVES_PER_SECOND",
+        help="offer this many moves/s over all games: each game moves every games/rate "
+        "seconds from a random phase (default: as fast as the server answers)",
     )
     p.add_argument(
         "--max-plies",
@@ -181,6 +193,18 @@ def make_pairs(names: list[str], settings: Settings, control: Control, seed: int
             )
         )
     return pairs
+
+
+def pace_pairs(pairs: list[Pair], rate: float | None, seed: int) -> None:
+    """With ``--rate``: G pairs playing, each moves every G/rate seconds, so together they
+    offer ``rate`` moves/s; a random phase per pair keeps them from all moving at once.
+    G counts the pairs that logged in, so a failed login does not lower the offered rate."""
+    if rate is None or not pairs:
+        return
+    interval = len(pairs) / rate
+    phases = random.Random(f"pace:{seed}")
+    for pair in pairs:
+        pair.pace_by(Pace(interval, phases.random() * interval))
 
 
 async def run_games(
@@ -299,6 +323,7 @@ async def run(args: argparse.Namespace, host: str, port: int, watcher: Watcher |
     login_failures = await login_all(players, recorder, args.login_concurrency)
     login_seconds = time.perf_counter() - login_start
     ready = [pr for pr in pairs if pr.challenger.client and pr.acceptor.client]
+    pace_pairs(ready, args.rate, args.seed)
     print(
         f"logged in {2 * len(ready)}/{len(players)} players in {login_seconds:.1f} s",
         file=sys.stderr,
@@ -330,6 +355,7 @@ def build_results(
         "moves": events["moves"],
         "moves_per_second": round(events["moves"] / elapsed, 1) if elapsed > 0 else 0.0,
         "poll_bound_moves_per_second": round(ceiling, 1) if ceiling else None,
+        "pace": _pace(args.rate, len(pairs), events["paced_late"]),
         "games_started": events["games_started"],
         "game_ends": {k[4:]: v for k, v in sorted(events.items()) if k.startswith("end_")},
         "events_by_phase": {p: dict(sorted(e.items())) for p, e in recorder.events.items()},
@@ -356,6 +382,18 @@ def build_results(
             **watcher.as_dict(),
             "cpu_percent": None if window.server_cpu is None else round(window.server_cpu * 100, 1),
         },
+    }
+
+
+def _pace(rate: float | None, pairs: int, late: int) -> dict | None:
+    """The schedule the pairs followed, and how many moves in the window went out behind
+    it (the first ones of each new game, and all of them once the server falls behind)."""
+    if rate is None or not pairs:
+        return None
+    return {
+        "offered_moves_per_second": rate,
+        "interval_per_game_seconds": round(pairs / rate, 6),
+        "moves_late": late,
     }
 
 
@@ -391,6 +429,7 @@ def scenario(args: argparse.Namespace, server_args: list[str] | None, address: s
         "poll_interval": args.poll_interval,
         "poll_command": args.poll_command,
         "wait": args.wait,
+        "rate": args.rate,  # offered moves/s over all games; None: as fast as possible
         "max_plies": args.moves_per_game or args.max_plies,
         "login_concurrency": args.login_concurrency,
         "seed": args.seed,
@@ -416,6 +455,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.clients < 2 or args.clients % 2:
         print("--clients must be an even number >= 2", file=sys.stderr)
+        return 2
+    if args.rate is not None and not (math.isfinite(args.rate) and args.rate > 0):
+        print("--rate must be a number of moves per second > 0", file=sys.stderr)
         return 2
     if args.warmup is None:
         args.warmup = 0.0 if args.moves_per_game else 3.0

@@ -10,6 +10,10 @@ from its last ply) every ``poll_interval`` seconds until the opponent's move app
 would, then fetching the move with one SPAR and checking it against the script. A game
 ends by the rules (the server ends it; STAT shows status 2) or, at ``max_plies``, by the
 player to move resigning (REND). Then the pair starts another game, until the run stops.
+
+With a :class:`Pace` (``--rate``) the player to move waits for the move's due time on its
+pair's schedule before the JGDA, as a player thinking between moves would; everything
+else (waking the waiting player, SPAR, polling) is as without it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import time
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -79,6 +84,7 @@ class Player:
         self.ppen_fecha = 0
         self.partner: Player | None = None
         self.woken = asyncio.Event()  # with --wait notify: the opponent has moved
+        self.pace: Pace | None = None  # with --rate: the pair's move schedule, shared
 
     # -- session -----------------------------------------------------------------------
 
@@ -160,6 +166,9 @@ class Player:
             self.control.count("end_resigned_at_max_plies")
             self.notify_partner()
             return True
+        await self.wait_due()
+        if self.stopping():  # the run stopped while this player was thinking
+            return False
         try:
             await self.c.jgda(game, ply, known.script.moves[ply - 1])
         except ReplyError:
@@ -178,6 +187,18 @@ class Player:
         ending = f"end_{known.script.ending}"
         self.control.count(ending if status.status == STATUS_FINISHED else "end_missed")
         return True
+
+    async def wait_due(self) -> None:
+        """With ``--rate``: sleep until the pair's next move is due. A late move goes out
+        at once; ``paced_late`` counts them. A plain sleep (one interval at most), not a
+        wait for the stop event: a task per move would take CPU from the server."""
+        if self.pace is None:
+            return
+        delay = self.pace.take_slot(time.monotonic())
+        if delay <= 0:
+            self.control.count("paced_late")
+            return
+        await asyncio.sleep(delay)
 
     def notify_partner(self) -> None:
         if self.settings.wait == "notify" and self.partner is not None:
@@ -274,6 +295,33 @@ class Known:
         return self.script.ending is not None and self.plies == len(self.script.moves)
 
 
+class Pace:
+    """A pair's move schedule with ``--rate``: its k-th move, counted over all its games
+    (a new game keeps the schedule going, so the offered rate does not dip between
+    games), is due at ``start + phase + k * interval``.
+
+    Due times follow from the schedule, never from when the last move was sent: a late
+    move goes out at once and the next is still due at its own slot, so the offered rate
+    stays the same while the server keeps up, and moves go out back to back while it
+    does not. ``start`` is when the pair's first game is ready for its first move, so the
+    time spent logging in and finding each other does not leave every pair late at once.
+    """
+
+    def __init__(self, interval: float, phase: float) -> None:
+        self.interval = interval
+        self.phase = phase  # in [0, interval): the pairs' moves spread out, not all at once
+        self.start: float | None = None
+        self.moves = 0
+
+    def take_slot(self, now: float) -> float:
+        """Seconds from ``now`` until the next move is due (<= 0: late); uses up its slot."""
+        if self.start is None:
+            self.start = now
+        due = self.start + self.phase + self.moves * self.interval
+        self.moves += 1
+        return due - now
+
+
 class Pair:
     """Two players: ``challenger`` always challenges, ``acceptor`` accepts."""
 
@@ -282,6 +330,10 @@ class Pair:
         self.acceptor = acceptor
         challenger.partner, acceptor.partner = acceptor, challenger
         self.failures: list[str] = []
+
+    def pace_by(self, pace: Pace) -> None:
+        """Whoever of the two is to move follows this one schedule."""
+        self.challenger.pace = self.acceptor.pace = pace
 
     async def run(self) -> None:
         await asyncio.gather(

@@ -15,9 +15,10 @@ def render_table(report: dict[str, Any]) -> str:
     lines = [
         f"Ajedrez load: {sc['clients']} clients ({sc['games_at_once']} games at once), "
         f"{sc['database']}, poll {sc['poll_command'].upper()} every {sc['poll_interval']:g} s, "
-        f"window {res['window_seconds']:.1f} s after {sc['warmup']:g} s warm-up",
+        f"window {res['window_seconds']:.1f} s after {sc['warmup']:g} s warm-up" + _paced(sc, res),
         f"moves: {res['moves']} = {res['moves_per_second']:.1f} moves/s"
         + _ceiling(res)
+        + _late(res)
         + f"; games started {res['games_started']}, ended {_ends(res['game_ends'])}",
         "",
         _command_table(res["commands"]),
@@ -39,6 +40,24 @@ def render_table(report: dict[str, Any]) -> str:
 def _ceiling(res: dict[str, Any]) -> str:
     ceiling = res.get("poll_bound_moves_per_second")
     return f" (the polling pace allows at most ~{ceiling:.0f})" if ceiling else ""
+
+
+def _paced(sc: dict[str, Any], res: dict[str, Any]) -> str:
+    pace = res.get("pace")
+    if not sc.get("rate") or not pace:
+        return ""
+    return (
+        f", paced at {sc['rate']:g} moves/s offered "
+        f"(one move per game every {pace['interval_per_game_seconds'] * 1000:.1f} ms)"
+    )
+
+
+def _late(res: dict[str, Any]) -> str:
+    """Achieved ~= offered and few late moves: the server kept up with the pace."""
+    pace = res.get("pace")
+    if not pace:
+        return ""
+    return f" ({pace['offered_moves_per_second']:g} offered; {pace['moves_late']} sent late)"
 
 
 def _ends(ends: dict[str, int]) -> str:
