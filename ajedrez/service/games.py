@@ -27,6 +27,7 @@ from sqlalchemy import (
     func,
     insert,
     select,
+    true,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -746,18 +747,27 @@ def _array(name: str, column):  # type: ignore[no-untyped-def]
     return cast(bindparam(name), ARRAY(column.type))
 
 
-# PostgreSQL: many SPARs in one statement (the reader thread's batch).
+# PostgreSQL: many SPARs in one statement (the reader thread's batch). The moves are
+# read in a LATERAL subquery kept apart by OFFSET 0: otherwise the planner may join
+# ``moves`` as a whole (a generic plan guesses the unnest's size) and check ``ply >
+# after`` row by row, a cost that grows with the games' length, or with the table.
 _SPAR_QUERIES = (
     func.unnest(_array("gid", Game.id), _array("after", Move.ply))
     .table_valued("gid", "after", with_ordinality="i")
     .render_derived(name="q")
 )
+_SPAR_MOVES = (
+    select(Move.ply, Move.jugada, Move.reverso, Move.posicion, Move.promocion)
+    .where(Move.game_id == _SPAR_QUERIES.c.gid, Move.ply > _SPAR_QUERIES.c.after)
+    .offset(0)
+    .lateral("m")
+)
 _PLAYERS_AND_MOVES_AFTER_MANY = PreparedMany(
-    select(_SPAR_QUERIES.c.i, *_PLAYERS_AND_MOVES_AFTER.statement.selected_columns)  # type: ignore[attr-defined]
+    select(_SPAR_QUERIES.c.i, Game.white_id, Game.black_id, *_SPAR_MOVES.c)
     .select_from(_SPAR_QUERIES)
     .join(Game, Game.id == _SPAR_QUERIES.c.gid)
-    .outerjoin(Move, and_(Move.game_id == Game.id, Move.ply > _SPAR_QUERIES.c.after))
-    .order_by(_SPAR_QUERIES.c.i, Move.ply),
+    .outerjoin(_SPAR_MOVES, true())
+    .order_by(_SPAR_QUERIES.c.i, _SPAR_MOVES.c.ply),
     each=("gid", "after"),
 )
 
