@@ -110,7 +110,10 @@ class AsyncClient:
     async def _exchange(self, line: str) -> Response:
         try:
             self._writer.write(line.encode("utf-8") + b"\r\n")
-            return await asyncio.wait_for(self._read_response(), self._timeout)
+            # asyncio.timeout, not wait_for: wait_for makes a task of every request, CPU
+            # taken from the server on the same machine.
+            async with asyncio.timeout(self._timeout):
+                return await self._read_response()
         except TimeoutError:
             raise ConnectionLost(f"no reply within {self._timeout:g} s") from None
 

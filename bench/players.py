@@ -228,8 +228,10 @@ class Player:
         """Sleep until the opponent's task says it moved (as a push notification would),
         then fetch the move with one SPAR; STAT only when SPAR has nothing new."""
         while not self.stopping():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.woken.wait(), NOTIFY_RECHECK_SECONDS)
+            if not self.woken.is_set():  # a wait only if needed: see AsyncClient._exchange
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(NOTIFY_RECHECK_SECONDS):
+                        await self.woken.wait()
             if not self.woken.is_set():
                 continue
             self.woken.clear()
