@@ -1,4 +1,4 @@
-"""The writer thread (``storage/writer.py``): writes queued from an event loop and
+"""The writer thread (``storage/batches.py``): writes queued from an event loop and
 committed in batches (``Database.write_jobs``).
 
 These run on the suite's database: SQLite (a file of their own) or PostgreSQL (the run's

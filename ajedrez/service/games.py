@@ -54,6 +54,7 @@ from ..storage.models import (
 )
 from ..storage.prepared import Prepared, PreparedMany
 from ..values import format_partida
+from .fen import position_fen
 
 PROMOTION_CODES = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
 PROMOTION_PIECES = {code: piece for piece, code in PROMOTION_CODES.items()}
@@ -521,9 +522,9 @@ class MoveJob:
 
 
 def _store_moves(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
-    """A batch of moves on PostgreSQL in three round trips instead of two a move: lock
+    """A batch of moves on PostgreSQL in two statements instead of two a move: lock
     and read every game row at once (in id order, so that two processes' batches cannot
-    deadlock on each other), check each move in Python, store them all in one pipeline.
+    deadlock over game rows), check each move in Python, store them all in one statement.
 
     A game's second move in the batch, and a possible resend, run afterwards one by one
     as ``MoveJob`` would alone, seeing the stored moves. A refused move is refused
@@ -997,7 +998,7 @@ def _plan_move(  # type: ignore[no-untyped-def]
     board.push(legal)
     if irreversible:
         board.clear_stack()  # the new base position: no earlier one can occur again
-    fen = board.fen()
+    fen = position_fen(board)
     if board.halfmove_clock >= FIVEFOLD_MIN_PLIES:
         # Only now can the position have occurred five times: python-chess needs the
         # plies since the last irreversible move to count, and no more. A board kept

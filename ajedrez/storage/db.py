@@ -375,7 +375,7 @@ class Database:
 
     def write_jobs(self, jobs: Sequence[Callable[[Tx], T]]) -> list[T | Exception]:
         """Run ``jobs`` in one transaction and commit it, returning each job's result or
-        exception; the writer thread's entry (``storage/writer.py``). SQLite: each job in
+        exception; the writer thread's entry (``storage/batches.py``). SQLite: each job in
         its own savepoint, so one that fails undoes only its own writes; a failed commit
         fails every job. PostgreSQL: see ``_pg_write_jobs``."""
         if not self.is_sqlite:
