@@ -33,6 +33,19 @@ Job = Callable[[Any], Any]
 RunBatch = Callable[[Sequence[Job]], list[Any]]
 
 
+# This process's pid, kept by a fork hook: ``alive`` runs for every queued move and read,
+# and os.getpid() is a system call each time.
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class _Stop:
     """Queued by :meth:`BatchThread.stop`: the thread ends once it takes it."""
 
@@ -44,12 +57,13 @@ class BatchThread:
         self._queue: queue.SimpleQueue[tuple[Job, asyncio.Future[Any]] | _Stop] = (
             queue.SimpleQueue()
         )
-        self._pid = os.getpid()  # a thread does not survive a fork
+        self._pid = _pid  # a thread does not survive a fork
+        self._serving = True  # until _serve returns or raises
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
     def alive(self) -> bool:
-        return self._pid == os.getpid() and self._thread.is_alive()
+        return self._pid == _pid and self._serving
 
     def submit(self, job: Job) -> asyncio.Future[Any]:
         """From an event loop: the future of ``job``'s result, set on that loop."""
@@ -65,6 +79,12 @@ class BatchThread:
         self._thread.join()
 
     def _serve(self) -> None:
+        try:
+            self._serve_batches()
+        finally:
+            self._serving = False
+
+    def _serve_batches(self) -> None:
         while True:
             batch: list[tuple[Job, asyncio.Future[Any]]] = []
             item = self._queue.get()
