@@ -516,19 +516,20 @@ class Database:
         self._enter_write_lock()
         if self._batch is None:
             try:
-                self._file_lock.acquire()
+                # The pool checkout before the flock: every other process waits while
+                # this one holds it, so it covers only BEGIN IMMEDIATE to COMMIT.
+                with mapped_errors():
+                    conn = self.engine.connect().execution_options(ajedrez_begin="BEGIN IMMEDIATE")
                 try:
-                    with mapped_errors():
-                        conn = self.engine.connect().execution_options(
-                            ajedrez_begin="BEGIN IMMEDIATE"
-                        )
-                        try:
+                    self._file_lock.acquire()
+                    try:
+                        with mapped_errors():
                             self._batch = _Batch(conn)
-                        except BaseException:
-                            conn.close()
-                            raise
+                    except BaseException:
+                        self._file_lock.release()
+                        raise
                 except BaseException:
-                    self._file_lock.release()
+                    conn.close()
                     raise
             except BaseException:
                 self._write_lock.release()
@@ -556,6 +557,7 @@ class Database:
     def _commit_batch(self, batch: _Batch) -> None:
         """Called with the write lock held; wakes every writer of the batch."""
         self._batch = None
+        locked = True
         try:
             with mapped_errors():
                 try:
@@ -566,13 +568,17 @@ class Database:
                     batch.conn.invalidate()
                     raise
                 finally:
+                    # Other processes need not wait for the pool's check-in.
+                    self._file_lock.release()
+                    locked = False
                     batch.conn.close()
         except StorageError as e:
             batch.error = e
         except Conflict as e:  # a deferred constraint: nothing of the batch was stored
             batch.error = StorageError(str(e))
         finally:
-            self._file_lock.release()
+            if locked:
+                self._file_lock.release()
             batch.done.set()
 
     def ping(self) -> None:
