@@ -522,9 +522,13 @@ class MoveJob:
 
 
 def _store_moves(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
-    """A batch of moves on PostgreSQL in two statements instead of two a move: lock
-    and read every game row at once (in id order, so that two processes' batches cannot
-    deadlock over game rows), check each move in Python, store them all in one statement.
+    """A batch of moves in a few statements instead of several a move (a round trip
+    each on PostgreSQL; on SQLite a hand-back of the GIL each, while the batch holds the
+    database's one write lock): read every game row at once (PostgreSQL: locked, in id
+    order, so that two processes' batches cannot deadlock over game rows; SQLite: one
+    row each, under the write lock), check each move in Python (or confirm the check
+    made on a snapshot), store them all in one statement (PostgreSQL) or one
+    ``executemany`` each for the moves and the games (SQLite).
 
     A game's second move in the batch, and a possible resend, run afterwards one by one
     as ``MoveJob`` would alone, seeing the stored moves. A refused move is refused
@@ -532,7 +536,12 @@ def _store_moves(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
     and ``Database.write_jobs`` then runs each job alone.
     """
     conn = tx.conn
-    rows = {r.id: r for r in _PLAY_ROWS.all(conn, gids=sorted({j.game_id for j in jobs}))}
+    sqlite = conn.dialect.name == "sqlite"
+    game_ids = sorted({j.game_id for j in jobs})
+    if sqlite:
+        rows = {gid: _PLAY_ROW.first(conn, gid=gid) for gid in game_ids}
+    else:
+        rows = {r.id: r for r in _PLAY_ROWS.all(conn, gids=game_ids)}
     out: list[Exception | None] = [None] * len(jobs)
     stores: list[dict[str, object]] = []
     endings = []
@@ -550,13 +559,20 @@ def _store_moves(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
             if _maybe_resend(row, job.caller_id, job.game_id, job.move):
                 alone.append(i)
                 continue
-            plan = _plan_move(conn, row, job.caller_id, job.game_id, job.move, job.games._boards)
+            plan = job.plan
+            if plan is None or plan.state != _state(row):
+                boards = job.games._boards
+                plan = _plan_move(conn, row, job.caller_id, job.game_id, job.move, boards)
         except Failure as e:
             out[i] = e
             continue
         stores.append(_move_values(tx, job.game_id, job.move, plan))
         endings.append((job.game_id, row, plan))
-    _STORE_MOVES.run_each(conn, stores)
+    if sqlite:
+        _INSERT_MOVE.run_each(conn, stores)
+        _UPDATE_AFTER_MOVE.run_each(conn, stores)
+    else:
+        _STORE_MOVES.run_each(conn, stores)
     for game_id, row, plan in endings:
         _finish_if_over(tx, game_id, row, plan)
     for i in alone:

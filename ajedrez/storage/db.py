@@ -376,19 +376,39 @@ class Database:
     def write_jobs(self, jobs: Sequence[Callable[[Tx], T]]) -> list[T | Exception]:
         """Run ``jobs`` in one transaction and commit it, returning each job's result or
         exception; the writer thread's entry (``storage/batches.py``). SQLite: each job in
-        its own savepoint, so one that fails undoes only its own writes; a failed commit
-        fails every job. PostgreSQL: see ``_pg_write_jobs``."""
+        its own savepoint, so one that fails undoes only its own writes, and the jobs of
+        one ``together`` group (see ``write_later``) in one savepoint, run again each in
+        its own if the group raises; a failed commit fails every job. PostgreSQL: see
+        ``_pg_write_jobs``."""
         if not self.is_sqlite:
             return self._pg_write_jobs(jobs)
-        outcomes: list[T | Exception] = []
+        outcomes: list[T | Exception] = [None] * len(jobs)  # type: ignore[list-item]
         batch = self._join_batch()
+
+        def alone(job: Callable[[Tx], T]) -> T | Exception:
+            try:
+                with _writer_of(batch) as tx:
+                    return job(tx)
+            except Exception as e:
+                return e
+
         try:
-            for job in jobs:
+            groups: dict[Callable[..., list[Any]], list[int]] = {}
+            for i, job in enumerate(jobs):
+                together = getattr(job, "together", None)
+                if together is None:
+                    outcomes[i] = alone(job)
+                else:
+                    groups.setdefault(together, []).append(i)
+            for together, indexes in groups.items():
+                group = [jobs[i] for i in indexes]
                 try:
                     with _writer_of(batch) as tx:
-                        outcomes.append(job(tx))
-                except Exception as e:
-                    outcomes.append(e)
+                        found = together(tx, group)
+                except Exception:
+                    found = [alone(job) for job in group]
+                for i, result in zip(indexes, found, strict=True):
+                    outcomes[i] = result
         finally:
             try:
                 self._commit_batch(batch)
