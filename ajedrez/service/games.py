@@ -304,7 +304,7 @@ class Games:
 
     @property
     def writes_later(self) -> bool:
-        """Is ``play_later`` available (a database with a writer thread: SQLite)?"""
+        """Is ``play_later`` available (a database with a writer thread: both stores)?"""
         return self.db.writes_later
 
     def play(self, caller_id: int, game_id: int, move: MoveRecord) -> None:

@@ -48,7 +48,7 @@ from sqlalchemy.engine import URL
 
 from ..errors import TRANSIENT_RETRIES, StorageError, TransientStorageError
 from .batches import BatchThread
-from .prepared import Prepared
+from .prepared import Prepared, PreparedMany
 
 SQLITE_BUSY_TIMEOUT = 10.0  # seconds
 GROUP_COMMIT_WRITERS = 32
@@ -148,7 +148,7 @@ class Tx:
 
 @dataclass(frozen=True)
 class _Read:
-    statement: Prepared
+    statement: Prepared | PreparedMany
     params: dict[str, Any]
 
 
@@ -451,9 +451,10 @@ class Database:
         with whatever other jobs are queued (``write_jobs``); the future completes once
         the batch is durable (or fails with the job's exception or the commit's).
 
-        On PostgreSQL, jobs that have a ``together`` attribute run through it as a group:
-        ``job.together(tx, jobs)`` returns each job's result or exception, and raises
-        (undoing the batch) only for a fault of the database."""
+        Jobs that have a ``together`` attribute run through it as a group (a batch's
+        moves, ``games._store_moves``): ``job.together(tx, jobs)`` returns each job's
+        result or exception, and raises only for a fault of the database, which undoes
+        the group (SQLite: its savepoint; PostgreSQL: the batch) and runs each job alone."""
         writer = self._writer
         if writer is None or not writer.alive():
             with self._queue_lock:
@@ -462,7 +463,9 @@ class Database:
                 writer = self._writer
         return writer.submit(job)
 
-    def read_later(self, statement: Prepared, **params: Any) -> asyncio.Future[list[Any]]:
+    def read_later(
+        self, statement: Prepared | PreparedMany, **params: Any
+    ) -> asyncio.Future[list[Any]]:
         """From an event loop: the rows of ``statement``, run on this process's reader
         thread in autocommit. The reads queued meanwhile go out together: each
         statement's runs in one pipeline (PostgreSQL), so a batch costs one round trip
@@ -484,7 +487,7 @@ class Database:
                 conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             self._reader_conn = conn
         out: list[list[Any] | Exception] = [[] for _ in reads]
-        by_statement: dict[Prepared, list[int]] = {}
+        by_statement: dict[Prepared | PreparedMany, list[int]] = {}
         for i, read in enumerate(reads):
             by_statement.setdefault(read.statement, []).append(i)
         for statement, indexes in by_statement.items():
