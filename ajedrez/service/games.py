@@ -344,7 +344,7 @@ class Games:
         conn = tx.conn
         row = _PLAY_ROW.first(conn, gid=game_id)
         if row is None:
-            raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
+            raise _no_game(game_id)
         if _maybe_resend(row, caller_id, game_id, move):
             last = _MOVE_AT.first(conn, gid=game_id, ply=move.ply)
             if last is not None and tuple(last) == (
@@ -354,8 +354,7 @@ class Games:
                 move.promocion,
             ):
                 return  # an exact resend of the move just stored: nothing to do
-        if plan is None or plan.state != _state(row):
-            plan = _plan_move(conn, row, caller_id, game_id, move, self._boards)
+        plan = _current_plan(conn, row, caller_id, game_id, move, plan, self._boards)
         values = _move_values(tx, game_id, move, plan)
         if conn.dialect.name == "postgresql":
             _STORE_MOVE.run(conn, **values)  # one round trip
@@ -555,14 +554,13 @@ def _store_moves(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
         row = rows.get(job.game_id)
         try:
             if row is None:
-                raise Failure(Reply.F_NOGAME, f"no game {_pid(job.game_id)}")
+                raise _no_game(job.game_id)
             if _maybe_resend(row, job.caller_id, job.game_id, job.move):
                 alone.append(i)
                 continue
-            plan = job.plan
-            if plan is None or plan.state != _state(row):
-                boards = job.games._boards
-                plan = _plan_move(conn, row, job.caller_id, job.game_id, job.move, boards)
+            plan = _current_plan(
+                conn, row, job.caller_id, job.game_id, job.move, job.plan, job.games._boards
+            )
         except Failure as e:
             out[i] = e
             continue
@@ -611,7 +609,7 @@ def _finish_if_over(tx: Tx, game_id: int, row, plan: _Plan) -> None:  # type: ig
 
 def _status(rows: list, caller_id: int, game_id: int) -> GameStatus:  # type: ignore[type-arg]
     if not rows:
-        raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
+        raise _no_game(game_id)
     row = rows[0]
     color = _color_of(row, caller_id, game_id)
     return GameStatus(
@@ -630,7 +628,7 @@ def _status(rows: list, caller_id: int, game_id: int) -> GameStatus:  # type: ig
 
 def _moves_after(rows: list, caller_id: int, game_id: int, after: int) -> list[MoveRecord]:  # type: ignore[type-arg]
     if not rows:
-        raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
+        raise _no_game(game_id)
     _color_of(rows[0], caller_id, game_id)
     if rows[0].ply is None:  # the outer join found the game but no move
         raise Failure(Reply.F_NOMASJUG, f"no moves after ply {after} in {_pid(game_id)}")
@@ -659,6 +657,10 @@ def _then(rows: asyncio.Future[list], make: Callable[[list], T]) -> asyncio.Futu
 
     rows.add_done_callback(done)
     return result
+
+
+def _no_game(game_id: int) -> Failure:
+    return Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
 
 
 def _just_played(game_id: int, move: MoveRecord) -> Failure:
@@ -834,7 +836,7 @@ _STORE_MOVES = PreparedMany(
 def _game_row(conn: Connection, game_id: int, *, lock: bool = False):  # type: ignore[no-untyped-def]
     row = (_GAME_LOCKED if lock else _GAME).first(conn, gid=game_id)
     if row is None:
-        raise Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
+        raise _no_game(game_id)
     return row
 
 
@@ -984,6 +986,22 @@ def _maybe_resend(row, caller_id: int, game_id: int, move: MoveRecord) -> bool: 
     """Is ``move`` possibly the caller's last move again (it is then not refused)?"""
     color = _color_of(row, caller_id, game_id)
     return move.ply >= 1 and move.ply == row.next_ply - 1 and _ply_color(move.ply) == color
+
+
+def _current_plan(  # type: ignore[no-untyped-def]
+    conn: Connection,
+    row,
+    caller_id: int,
+    game_id: int,
+    move: MoveRecord,
+    plan: _Plan | None,
+    boards: _Boards,
+) -> _Plan:
+    """``plan`` if it was computed from this very row (a check on a snapshot that still
+    holds), else the move checked again against ``row``."""
+    if plan is not None and plan.state == _state(row):
+        return plan
+    return _plan_move(conn, row, caller_id, game_id, move, boards)
 
 
 def _plan_move(  # type: ignore[no-untyped-def]

@@ -152,20 +152,24 @@ class _Read:
     params: dict[str, Any]
 
 
-def _run_together(tx: Tx, jobs: Sequence[Callable[[Tx], T]]) -> list[T | Exception]:
-    """Each job's result in one transaction: jobs that share a ``together`` function run
-    through it as one group (see ``write_later``), after the others, which run alone; a
-    job that raises fails the whole batch."""
+def _grouped(
+    jobs: Sequence[Callable[[Tx], T]],
+    alone: Callable[[Callable[[Tx], T]], T | Exception],
+    together: Callable[[Callable[..., list[Any]], list[Callable[[Tx], T]]], list[Any]],
+) -> list[T | Exception]:
+    """Each job's result, in job order: a job with a ``together`` function (see
+    ``Database.write_later``) runs in one group with the others that share it, after
+    the jobs without one, each of which runs ``alone``."""
     results: list[T | Exception] = [None] * len(jobs)  # type: ignore[list-item]
     groups: dict[Callable[..., list[Any]], list[int]] = {}
     for i, job in enumerate(jobs):
-        together = getattr(job, "together", None)
-        if together is None:
-            results[i] = job(tx)
+        run_with = getattr(job, "together", None)
+        if run_with is None:
+            results[i] = alone(job)
         else:
-            groups.setdefault(together, []).append(i)
-    for together, indexes in groups.items():
-        found = together(tx, [jobs[i] for i in indexes])
+            groups.setdefault(run_with, []).append(i)
+    for run_with, indexes in groups.items():
+        found = together(run_with, [jobs[i] for i in indexes])
         for i, result in zip(indexes, found, strict=True):
             results[i] = result
     return results
@@ -382,7 +386,6 @@ class Database:
         ``_pg_write_jobs``."""
         if not self.is_sqlite:
             return self._pg_write_jobs(jobs)
-        outcomes: list[T | Exception] = [None] * len(jobs)  # type: ignore[list-item]
         batch = self._join_batch()
 
         def alone(job: Callable[[Tx], T]) -> T | Exception:
@@ -392,23 +395,18 @@ class Database:
             except Exception as e:
                 return e
 
+        def together(
+            run_with: Callable[..., list[Any]], group: list[Callable[[Tx], T]]
+        ) -> list[Any]:
+            try:
+                with _writer_of(batch) as tx:
+                    return run_with(tx, group)
+            except Exception:
+                return [alone(job) for job in group]
+
+        outcomes: list[T | Exception] = []
         try:
-            groups: dict[Callable[..., list[Any]], list[int]] = {}
-            for i, job in enumerate(jobs):
-                together = getattr(job, "together", None)
-                if together is None:
-                    outcomes[i] = alone(job)
-                else:
-                    groups.setdefault(together, []).append(i)
-            for together, indexes in groups.items():
-                group = [jobs[i] for i in indexes]
-                try:
-                    with _writer_of(batch) as tx:
-                        found = together(tx, group)
-                except Exception:
-                    found = [alone(job) for job in group]
-                for i, result in zip(indexes, found, strict=True):
-                    outcomes[i] = result
+            outcomes = _grouped(jobs, alone, together)
         finally:
             try:
                 self._commit_batch(batch)
@@ -428,7 +426,9 @@ class Database:
         checked it first left nothing)."""
         try:
             with self._pg_transaction(_PG_WRITE_BEGIN) as tx:
-                return _run_together(tx, jobs)
+                return _grouped(
+                    jobs, lambda job: job(tx), lambda run_with, group: run_with(tx, group)
+                )
         except Exception as e:
             if len(jobs) == 1 and not isinstance(e, TransientStorageError):
                 return [e]
