@@ -355,12 +355,7 @@ class Games:
             ):
                 return  # an exact resend of the move just stored: nothing to do
         plan = _current_plan(conn, row, caller_id, game_id, move, plan, self._boards)
-        values = _move_values(tx, game_id, move, plan)
-        if conn.dialect.name == "postgresql":
-            _STORE_MOVE.run(conn, **values)  # one round trip
-        else:
-            _INSERT_MOVE.run(conn, **values)
-            _UPDATE_AFTER_MOVE.run(conn, **values)
+        _write_moves(conn, [_move_values(tx, game_id, move, plan)])
         _finish_if_over(tx, game_id, row, plan)
 
     # -- draws, resignation ------------------------------------------------------------
@@ -535,9 +530,8 @@ def _store_moves(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
     and ``Database.write_jobs`` then runs each job alone.
     """
     conn = tx.conn
-    sqlite = conn.dialect.name == "sqlite"
     game_ids = sorted({j.game_id for j in jobs})
-    if sqlite:
+    if conn.dialect.name == "sqlite":
         rows = {gid: _PLAY_ROW.first(conn, gid=gid) for gid in game_ids}
     else:
         rows = {r.id: r for r in _PLAY_ROWS.all(conn, gids=game_ids)}
@@ -566,11 +560,7 @@ def _store_moves(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
             continue
         stores.append(_move_values(tx, job.game_id, job.move, plan))
         endings.append((job.game_id, row, plan))
-    if sqlite:
-        _INSERT_MOVE.run_each(conn, stores)
-        _UPDATE_AFTER_MOVE.run_each(conn, stores)
-    else:
-        _STORE_MOVES.run_each(conn, stores)
+    _write_moves(conn, stores)
     for game_id, row, plan in endings:
         _finish_if_over(tx, game_id, row, plan)
     for i in alone:
@@ -581,8 +571,19 @@ def _store_moves(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
     return out
 
 
+def _write_moves(conn: Connection, stores: list[dict[str, object]]) -> None:
+    """Insert checked moves and bring their games up to date (``_move_values`` each):
+    PostgreSQL in one statement, SQLite, which has no INSERT inside WITH, in one
+    ``executemany`` for the moves and one for the games."""
+    if conn.dialect.name == "postgresql":
+        _STORE_MOVES.run_each(conn, stores)
+    else:
+        _INSERT_MOVE.run_each(conn, stores)
+        _UPDATE_AFTER_MOVE.run_each(conn, stores)
+
+
 def _move_values(tx: Tx, game_id: int, move: MoveRecord, plan: _Plan) -> dict[str, object]:
-    """The parameters of ``_INSERT_MOVE``, ``_UPDATE_AFTER_MOVE`` and ``_STORE_MOVE``."""
+    """The parameters of ``_INSERT_MOVE``, ``_UPDATE_AFTER_MOVE`` and ``_STORE_MOVES``."""
     return {
         "m_game": game_id,
         "m_ply": move.ply,
@@ -756,11 +757,6 @@ _UPDATE_AFTER_MOVE = Prepared(
 )
 
 
-# PostgreSQL runs both in one statement, so a move costs one round trip fewer; SQLite
-# has no INSERT inside WITH.
-_STORE_MOVE = Prepared(_UPDATE_AFTER_MOVE.statement.add_cte(_INSERT_MOVE.statement.cte("stored")))  # type: ignore[attr-defined]
-
-
 def _array(name: str, column):  # type: ignore[no-untyped-def]
     """A parameter bound to an array of ``column``'s values (``PreparedMany``)."""
     return cast(bindparam(name), ARRAY(column.type))
@@ -790,7 +786,7 @@ _PLAYERS_AND_MOVES_AFTER_MANY = PreparedMany(
     each=("gid", "after"),
 )
 
-# PostgreSQL: a batch's moves (_store_moves) in one statement, as _STORE_MOVE does one.
+# PostgreSQL: moves (a batch's, or one) inserted and their games updated in one statement.
 _MOVE_FIELDS = (
     ("m_game", Move.game_id),
     ("m_ply", Move.ply),
