@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,13 +48,13 @@ def _inline_codes(reads: bool, writes: bool) -> frozenset[bytes]:
 class Outcome:
     replies: list[bytes] = field(default_factory=list)
     close: bool = False
-    later: Later | None = None  # storage work still running: see Session.settle
+    later: Later | None = None  # storage work still running: see Session.settled
 
 
 @dataclass(frozen=True)
 class Later:
     command: str
-    work: Awaitable[Any]
+    work: asyncio.Future[Any]  # never cancelled by the transport: see connection.py
     reply: Callable[[Any], Outcome]  # the replies once ``work`` has succeeded
 
 
@@ -110,13 +110,12 @@ class Session:
         except Exception as e:
             return self._failed(spec.name, e)
 
-    async def settle(self, outcome: Outcome) -> Outcome:
-        """The final outcome of one whose storage work was still running (``later``)."""
-        later = outcome.later
-        assert later is not None
+    def settled(self, later: Later, work: asyncio.Future[Any]) -> Outcome:
+        """The final outcome of a command whose storage work (``later.work``) is done."""
         try:
-            # Shielded: a stop never abandons a write half-way (it completes unanswered).
-            return later.reply(await asyncio.shield(later.work))
+            if work.cancelled():
+                raise StorageError(f"{later.command} was cancelled")
+            return later.reply(work.result())
         except Exception as e:
             return self._failed(later.command, e)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -273,7 +273,7 @@ class Games:
         with self.db.read_each() as conn:
             return _status(_GAME.all(conn, gid=game_id), caller_id, game_id)
 
-    def status_later(self, caller_id: int, game_id: int) -> Awaitable[GameStatus]:
+    def status_later(self, caller_id: int, game_id: int) -> asyncio.Future[GameStatus]:
         """``status`` for an event loop, through the reader thread (see ``reads_later``)."""
         rows = self.db.read_later(_GAME, gid=game_id)
         return _then(rows, lambda found: _status(found, caller_id, game_id))
@@ -285,7 +285,7 @@ class Games:
 
     def moves_after_later(
         self, caller_id: int, game_id: int, after: int
-    ) -> Awaitable[list[MoveRecord]]:
+    ) -> asyncio.Future[list[MoveRecord]]:
         """``moves_after`` for an event loop, through the reader thread."""
         rows = self.db.read_later(_PLAYERS_AND_MOVES_AFTER_MANY, gid=game_id, after=after)
         return _then(rows, lambda found: _moves_after(found, caller_id, game_id, after))
@@ -315,7 +315,7 @@ class Games:
         except Conflict:
             raise _just_played(game_id, move) from None
 
-    def play_later(self, caller_id: int, game_id: int, move: MoveRecord) -> Awaitable[None]:
+    def play_later(self, caller_id: int, game_id: int, move: MoveRecord) -> asyncio.Future[None]:
         """``play`` for an event loop (when ``writes_later``): on SQLite the move is
         checked now, on a snapshot, and refused at once if it is wrong; the write is
         queued, and the awaitable completes when it is durable or fails with the reason

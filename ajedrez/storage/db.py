@@ -37,6 +37,7 @@ import fcntl
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc, make_url, 
 from sqlalchemy.engine import URL
 
 from ..errors import TRANSIENT_RETRIES, StorageError, TransientStorageError
-from .batches import BatchThread
+from .batches import BatchThread, LoopBatches
 from .prepared import Prepared, PreparedMany
 
 SQLITE_BUSY_TIMEOUT = 10.0  # seconds
@@ -219,6 +220,9 @@ class Database:
         self._batch: _Batch | None = None
         self._writer: BatchThread | None = None
         self._reader: BatchThread | None = None  # PostgreSQL: see read_later
+        self._loop_batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopBatches] = (
+            weakref.WeakKeyDictionary()
+        )
         self._reader_conn: Connection | None = None  # the reader thread's own
         self._readers = threading.local()  # SQLite: see _thread_reader
         self._all_readers: list[Connection] = []
@@ -455,6 +459,8 @@ class Database:
         moves, ``games._store_moves``): ``job.together(tx, jobs)`` returns each job's
         result or exception, and raises only for a fault of the database, which undoes
         the group (SQLite: its savepoint; PostgreSQL: the batch) and runs each job alone."""
+        if self.is_sqlite:
+            return self._loop_batches_here().submit(job)
         writer = self._writer
         if writer is None or not writer.alive():
             with self._queue_lock:
@@ -462,6 +468,13 @@ class Database:
                     self._writer = BatchThread(self.write_jobs, self.group_commit, "writer")
                 writer = self._writer
         return writer.submit(job)
+
+    def _loop_batches_here(self) -> LoopBatches:
+        loop = asyncio.get_running_loop()
+        batches = self._loop_batches.get(loop)
+        if batches is None:
+            batches = self._loop_batches[loop] = LoopBatches(self.write_jobs, self.group_commit)
+        return batches
 
     def read_later(
         self, statement: Prepared | PreparedMany, **params: Any

@@ -1,0 +1,264 @@
+"""One client connection on the event loop: bytes in, lines to its session, replies out.
+
+An ``asyncio.Protocol``, not a stream and a task: a line that runs on the loop (HELP,
+and STAT, SPAR and the check of a JGDA: ``Session.runs_inline``) is answered in the
+callback that read it, and a reply that waits for storage leaves from the callback that
+completes the wait. With a task per connection every request cost two more wake-ups of
+the task, each a turn of the loop later, and at 2,000 moves/s that was a third of a
+JGDA's time on the server (``docs/performance.md``).
+
+Lines run one at a time, in order: while one waits (for the writer, the reader, or a
+command thread) the lines behind it stay queued and reading pauses, as it does while
+the client is not reading its replies. The transport's flow control and the line
+buffer's limit thus bound what a connection holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from .codes import Reply
+from .session import Outcome, Session
+from .wire import OVERLONG, LineBuffer, encode_reply
+
+if TYPE_CHECKING:
+    from .reactor import Reactor
+
+log = logging.getLogger("ajedrez.server")
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, reactor: Reactor) -> None:
+        self.reactor = reactor
+        self.lim = reactor.limits
+        self.loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self.session: Session | None = None
+        self.address = "-"
+        self.buffer = LineBuffer(self.lim.max_line_before_login)
+        self.lines: deque[bytes | object] = deque()
+        self.busy = False  # a line is running; the ones behind it wait
+        self.closing = False
+        self.write_paused = False
+        self.reading_paused = False
+        self.eof = False
+        self.last_heard = self.loop.time()  # the last byte, or the last reply sent
+        self.line_started: float | None = None  # the unfinished line's first byte
+        self.timer: asyncio.TimerHandle | None = None
+        self.timer_due = 0.0
+
+    @property
+    def idle(self) -> bool:
+        """Waiting for the client, with nothing in progress or queued."""
+        return not self.busy and not self.lines
+
+    def who(self) -> str:
+        return self.session.who() if self.session is not None else self.address
+
+    # -- asyncio.Protocol --------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports do not derive from asyncio.Transport, but behave as one.
+        self.transport = transport = cast(asyncio.Transport, transport)
+        addr = transport.get_extra_info("peername") or ("?", 0)
+        self.address, peer = str(addr[0]), f"{addr[0]}:{addr[1]}"
+        refusal = self.reactor.refusal(self.address)
+        if refusal is not None:
+            log.warning("refusing %s: %s", peer, refusal[1])
+            self.closing = True
+            transport.write(encode_reply(*refusal))
+            transport.close()
+            return
+        self.reactor.joined(self)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        r = self.reactor
+        self.session = Session(r.accounts, r.games, peer, self.address, r.throttle)
+        self._arm_timer(self.lim.idle_timeout)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:
+            log.debug("connection %s lost: %s", self.who(), exc)
+        self.closing = True
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.session is not None:  # not a refused one
+            self.reactor.left(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closing:
+            return
+        self.last_heard = self.loop.time()
+        self.lines.extend(self.buffer.feed(data))
+        if not self.buffer.pending:
+            self.line_started = None
+        elif self.line_started is None:
+            self.line_started = self.last_heard
+            deadline = self.line_started + self.lim.request_deadline
+            if deadline < self.timer_due:  # the timer only ever moves later by itself
+                self._arm_timer(deadline - self.last_heard)
+        self._guarded(self._pump)
+
+    def eof_received(self) -> bool:
+        """The client sent all it will: answer what it sent, then close. Over TLS the
+        transport closes at once whatever this returns (as with asyncio's streams)."""
+        self.eof = True
+        if self.idle:
+            self.close()
+        return self.transport is not None and self.transport.get_extra_info("sslcontext") is None
+
+    def pause_writing(self) -> None:
+        self.write_paused = True  # the client does not read its replies: stop taking lines
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        self._guarded(self._pump)
+
+    # -- lines -------------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        """Run queued lines until one has to wait, or none is left."""
+        session = self.session
+        assert session is not None
+        while self.lines and not self.busy and not self.write_paused and not self.closing:
+            if self.reactor.stopping:
+                self.close()
+                return
+            item = self.lines.popleft()
+            if item is OVERLONG:
+                self._send(session.overlong(self.buffer.max_line))
+                continue
+            assert isinstance(item, bytes)
+            if session.runs_inline(item):
+                outcome = session.handle_line(item)
+                if outcome.later is None:
+                    self._send(outcome)
+                    continue
+                later = outcome.later
+                self._wait(later.work, lambda work, later=later: session.settled(later, work))
+                return
+            self._start_in_thread(session, item)
+            return
+        if self.eof and self.idle:
+            self.close()
+        self._flow()
+
+    def _start_in_thread(self, session: Session, line: bytes) -> None:
+        self.busy = True
+        user = session.login_attempt(line)
+        delay = self.reactor.throttle.reserve(session.address, user) if user is not None else 0.0
+        if delay > 0:
+            log.info("delaying a login of %r from %s by %.1f s", user, session.peer, delay)
+            self.loop.call_later(delay, self._guarded, lambda: self._in_thread(session, line))
+        else:
+            self._in_thread(session, line)
+
+    def _in_thread(self, session: Session, line: bytes) -> None:
+        r = self.reactor
+        pool = r.hash_pool if session.costs_a_hash(line) else r.pool
+        work = self.loop.run_in_executor(pool, session.handle_line, line)
+        self._wait(work, lambda done: done.result())
+
+    def _wait(self, work: asyncio.Future[Any], outcome: Callable[[Any], Outcome]) -> None:
+        """Answer once ``work`` is done, then go on with the lines behind it. Nothing
+        cancels ``work``: a command in progress when the client leaves or the server stops
+        completes, unanswered."""
+        self.busy = True
+        self._flow()
+
+        def done(finished: asyncio.Future[Any]) -> None:
+            self.busy = False
+            if finished.cancelled():  # the command threads were shut down: stopping
+                self.abort()
+                return
+            self._send(outcome(finished))
+            self._pump()
+
+        work.add_done_callback(lambda finished: self._guarded(lambda: done(finished)))
+
+    def _flow(self) -> None:
+        """Read while lines can run; pause while some wait (the kernel then holds the
+        client's further bytes, and TCP slows it down)."""
+        if self.transport is None or self.closing:
+            return
+        waiting = bool(self.lines) or self.write_paused
+        if waiting and not self.reading_paused:
+            self.reading_paused = True
+            self.transport.pause_reading()
+        elif not waiting and self.reading_paused:
+            self.reading_paused = False
+            self.transport.resume_reading()
+
+    def _send(self, outcome: Outcome) -> None:
+        session = self.session
+        assert session is not None
+        if self.closing or self.transport is None or self.transport.is_closing():
+            return  # the client left while its command ran
+        if outcome.replies:
+            self.transport.write(b"".join(outcome.replies))
+        self.last_heard = self.loop.time()
+        self.buffer.max_line = (
+            self.lim.max_line if session.logged_in else self.lim.max_line_before_login
+        )
+        if outcome.close or self.reactor.stopping:
+            self.close()
+
+    def _guarded(self, step: Callable[[], None]) -> None:
+        """Run ``step``; an internal error ends this connection, never the server."""
+        try:
+            step()
+        except Exception:
+            log.exception("connection %s ended by an internal error", self.who())
+            self.abort()
+
+    # -- closing and timeouts ----------------------------------------------------------
+
+    def close(self) -> None:
+        """Close once the replies written so far have left."""
+        self.closing = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def abort(self) -> None:
+        self.closing = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _arm_timer(self, delay: float) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        delay = max(delay, 0.0)
+        self.timer_due = self.loop.time() + delay
+        self.timer = self.loop.call_later(delay, self._guarded, self._on_timer)
+
+    def _on_timer(self) -> None:
+        """Checked lazily: data only moves ``last_heard`` on, and the timer, when it
+        fires, sets itself again for whatever time is left."""
+        self.timer = None
+        if self.closing:
+            return
+        now = self.loop.time()
+        due = self.last_heard + self.lim.idle_timeout
+        mid_line = self.line_started is not None
+        if mid_line:
+            due = min(due, self.line_started + self.lim.request_deadline)  # type: ignore[operator]
+        if self.busy or now < due:  # no timeout while a command runs
+            self._arm_timer((due - now) if now < due else self.lim.idle_timeout)
+            return
+        if mid_line:
+            log.info("closing %s: a line was not finished in time", self.who())
+            reason = (
+                f"line not finished in time (deadline {self.lim.request_deadline:g} s, "
+                f"at most {self.lim.idle_timeout:g} s between bytes); closing"
+            )
+            assert self.transport is not None
+            self.transport.write(encode_reply(Reply.F_DEADLINE, reason))
+        else:
+            log.info("closing idle connection %s", self.who())
+        self.close()
