@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from .codes import Reply
+from .eager import when_done
 from .session import Outcome, Session
 from .wire import OVERLONG, LineBuffer, encode_reply
 
@@ -180,7 +181,7 @@ class Connection(asyncio.Protocol):
             self._send(outcome(finished))
             self._pump()
 
-        work.add_done_callback(lambda finished: self._guarded(lambda: done(finished)))
+        when_done(work, lambda finished: self._guarded(lambda: done(finished)))
 
     def _flow(self) -> None:
         """Read while lines can run; pause while some wait (the kernel then holds the

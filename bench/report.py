@@ -87,7 +87,7 @@ def _cpu_line(res: dict[str, Any]) -> str:
 
 def _command_table(commands: dict[str, dict[str, Any]]) -> str:
     header = (
-        f"{'command':<8} {'count':>8} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} "
+        f"{'command':<11} {'count':>8} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} "
         f"{'max ms':>9}  replies"
     )
     rows = [header, "-" * len(header)]
@@ -95,14 +95,15 @@ def _command_table(commands: dict[str, dict[str, Any]]) -> str:
         c = commands[name]
         replies = " ".join(f"{code}:{n}" for code, n in c["replies"].items())
         rows.append(
-            f"{name:<8} {c['count']:>8} {c['p50_ms']:>9.2f} {c['p95_ms']:>9.2f} "
+            f"{name:<11} {c['count']:>8} {c['p50_ms']:>9.2f} {c['p95_ms']:>9.2f} "
             f"{c['p99_ms']:>9.2f} {c['max_ms']:>9.2f}  {replies}"
         )
     return "\n".join(rows)
 
 
 def _order(name: str) -> tuple[int, str]:
-    return (COMMAND_ORDER.index(name) if name in COMMAND_ORDER else len(COMMAND_ORDER), name)
+    base = name.split("+")[0]  # "JGDA+wake" right after "JGDA"
+    return (COMMAND_ORDER.index(base) if base in COMMAND_ORDER else len(COMMAND_ORDER), name)
 
 
 def write_json(path: Path, report: dict[str, Any]) -> None:

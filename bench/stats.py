@@ -65,6 +65,10 @@ class Recorder:
         self._samples[key].append(seconds)
         self._replies[key][CONNECTION_FAILED if code is None else str(code)] += 1
 
+    def observe_wake(self, command: str, seconds: float, code: int | None) -> None:
+        """The same request timed until its reading task resumed (``bench/aclient.py``)."""
+        self.observe(f"{command}+wake", seconds, code)
+
     def count(self, event: str, n: int = 1) -> None:
         """A named event (``moves``, ``games_started``, ``end_checkmate``...) in this phase."""
         self.events[self.phase][event] += n

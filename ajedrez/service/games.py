@@ -34,6 +34,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import aliased
 
 from ..codes import Reply
+from ..eager import Eager, settle, when_done
 from ..errors import Failure
 from ..storage.db import Conflict, Database, Tx, mapped_errors
 from ..storage.models import (
@@ -637,26 +638,24 @@ def _moves_after(rows: list, caller_id: int, game_id: int, after: int) -> list[M
 
 
 def _then(rows: asyncio.Future[list], make: Callable[[list], T]) -> asyncio.Future[T]:  # type: ignore[type-arg]
-    """A future of ``make(rows)``, computed on the loop once the rows are in; a task
-    per read would cost more than the read's own work on the loop."""
-    result: asyncio.Future[T] = rows.get_loop().create_future()
+    """A future of ``make(rows)``, computed on the loop once the rows are in (a task per
+    read would cost more than the read's own work on the loop), and completed in the
+    same callback (``eager.py``)."""
+    result = Eager(rows.get_loop())
 
     def done(found: asyncio.Future[list]) -> None:  # type: ignore[type-arg]
-        if result.cancelled():
-            return
         if found.cancelled():
             result.cancel()
             return
-        error = found.exception()
-        if error is None:
+        outcome = found.exception()
+        if outcome is None:
             try:
-                result.set_result(make(found.result()))
-                return
+                outcome = make(found.result())
             except Exception as e:
-                error = e
-        result.set_exception(error)
+                outcome = e
+        settle(result, outcome)
 
-    rows.add_done_callback(done)
+    when_done(rows, done)
     return result
 
 
@@ -1023,9 +1022,8 @@ def _plan_move(  # type: ignore[no-untyped-def]
     if board is None:
         board = chess.Board(row.fen)
     legal = _check_move(board, move.jugada, move.posicion, move.promocion)
-    san = board.san(legal)
     irreversible = board.is_irreversible(legal)
-    board.push(legal)
+    san = board.san_and_push(legal)  # san() would push and pop the move first
     if irreversible:
         board.clear_stack()  # the new base position: no earlier one can occur again
     fen = position_fen(board)

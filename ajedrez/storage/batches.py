@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..eager import Eager, settle
 from ..errors import StorageError
 
 log = logging.getLogger("ajedrez.storage")
@@ -65,7 +66,7 @@ class LoopBatches:
 
     def submit(self, job: Job) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
-        future = loop.create_future()
+        future = Eager(loop)
         if not self._pending:
             loop.call_soon(self._flush)
         self._pending.append((job, future))
@@ -103,7 +104,7 @@ class BatchThread:
 
     def submit(self, job: Job) -> asyncio.Future[Any]:
         """From an event loop: the future of ``job``'s result, set on that loop."""
-        future = asyncio.get_running_loop().create_future()
+        future = Eager(asyncio.get_running_loop())
         self._queue.put((job, future))
         return future
 
@@ -167,9 +168,4 @@ class BatchThread:
 
 def _settle(results: list[tuple[asyncio.Future[Any], Any]]) -> None:
     for future, outcome in results:
-        if future.cancelled():
-            continue
-        if isinstance(outcome, BaseException):
-            future.set_exception(outcome)
-        else:
-            future.set_result(outcome)
+        settle(future, outcome)
