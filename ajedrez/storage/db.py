@@ -21,10 +21,11 @@ Three kinds of transaction, each a context manager yielding a :class:`Tx`:
     are locked by the caller with ``FOR UPDATE``.
 ``sync_read()``
     A read whose ``stamp`` is safe to hand to a client as its next fecha. It waits until
-    no write transaction is in flight and keeps new ones out while it reads (SQLite:
-    ``BEGIN IMMEDIATE``; PostgreSQL: the advisory lock in exclusive mode). Every write
-    that committed before is visible to it, and every write after it stamps a fecha at
-    least as large, so ``changed_at >= fecha`` misses nothing. See ``docs/design.md``.
+    no write transaction is in flight and keeps new ones out while it takes its stamp
+    (SQLite: the write lock and ``flock``, then a plain read transaction; PostgreSQL: the
+    advisory lock in exclusive mode, to commit). Every write stamped earlier is visible
+    to it, and every write after it stamps a fecha at least as large, so ``changed_at >=
+    fecha`` misses nothing. See ``docs/design.md``.
 
 Database faults surface as :class:`StorageError` and unique-key violations as
 :class:`Conflict`, so callers above never handle driver exceptions.
@@ -526,18 +527,21 @@ class Database:
             with self._pg_transaction(_PG_SYNC_BEGIN) as tx:
                 yield tx
             return
+        # The locks only while the writes in flight finish and the clock is read: any
+        # snapshot taken after that sees every write stamped earlier, and every later
+        # write is stamped later (docs/design.md, "Why nothing is missed"). Held for the
+        # whole read, they stalled the loop's batches of moves behind a command thread.
         self._enter_write_lock()
         try:
             if self._batch is not None:
                 self._commit_batch(self._batch)
             self._file_lock.acquire()
-            try:
-                with self._transaction("BEGIN IMMEDIATE") as conn:
-                    yield Tx(conn, int(time.time()))
-            finally:
-                self._file_lock.release()
+            stamp = int(time.time())
+            self._file_lock.release()
         finally:
             self._write_lock.release()
+        with self._transaction("BEGIN") as conn:
+            yield Tx(conn, stamp)
 
     @contextmanager
     def _pg_transaction(self, pg_begin: object) -> Iterator[Tx]:
