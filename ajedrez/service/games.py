@@ -305,7 +305,7 @@ class Games:
 
     @property
     def writes_later(self) -> bool:
-        """Is ``play_later`` available (a database with a writer thread: both stores)?"""
+        """Is ``play_later`` available (a database whose writes batch: both stores)?"""
         return self.db.writes_later
 
     def play(self, caller_id: int, game_id: int, move: MoveRecord) -> None:
@@ -496,7 +496,7 @@ def _pid(game_id: int) -> str:
 
 @dataclass(frozen=True)
 class MoveJob:
-    """One move's write, queued for the writer thread (``Database.write_later``)."""
+    """One move's write, queued to run in a batch (``Database.write_later``)."""
 
     games: Games
     caller_id: int

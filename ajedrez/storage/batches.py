@@ -1,17 +1,17 @@
-"""Batch threads: work queued from an event loop, run in batches on one thread.
+"""Batches: writes (and, on PostgreSQL, reads) queued from an event loop and run together.
 
 A move's write waits: on SQLite for the database's one write lock and an fsync, on
-PostgreSQL for its row lock and round trips. Handing each write to a pool thread and
-back cost more CPU than the write itself (a thread wake-up, a GIL hand-over and a wake-up
-of the loop, each way). Here the loop queues the write and goes on; one thread per
-process (the writer) takes every queued write, runs them in one transaction
-(``Database.write_jobs``) and wakes each waiting loop once per batch. Under load a batch
-holds tens of writes, so the hand-offs and the transaction's fixed costs (SQLite's fsync;
-PostgreSQL's BEGIN, advisory lock and COMMIT) are shared.
+PostgreSQL for its row lock and round trips. Run one at a time, each paid the
+transaction's fixed costs (SQLite's fsync; PostgreSQL's BEGIN, advisory lock and COMMIT)
+alone. Here the loop queues the write and goes on; the writes queued meanwhile run in
+one transaction (``Database.write_jobs``), and under load a batch holds tens of them.
 
-On PostgreSQL a read is a network round trip too, so STAT and SPAR are queued the same
-way to a second thread (the reader, ``Database.read_later``), which sends a batch's
-statements in one pipeline.
+Who runs the batch depends on the store. SQLite's is local calls, so the loop runs it
+itself at the end of its turn (:class:`LoopBatches`). PostgreSQL's is round trips that
+would stall every connection of the loop, so one thread per process, the writer
+(:class:`BatchThread`), takes every queued write and wakes each waiting loop once per
+batch; STAT and SPAR are queued the same way to a second thread (the reader,
+``Database.read_later``), which sends a batch's statements in one pipeline.
 """
 
 from __future__ import annotations

@@ -209,7 +209,7 @@ class Database:
         """``create=False`` refuses a SQLite file that does not exist yet.
 
         ``group_commit``: most writers sharing one commit (SQLite group commit, and the
-        writer thread's batches on either store; 1: a commit each).
+        batches of moves on either store; 1: a commit each).
         """
         self.url = make_url(url)
         self.busy_timeout_ms = int(busy_timeout * 1000)
@@ -391,7 +391,7 @@ class Database:
 
     def write_jobs(self, jobs: Sequence[Callable[[Tx], T]]) -> list[T | Exception]:
         """Run ``jobs`` in one transaction and commit it, returning each job's result or
-        exception; the writer thread's entry (``storage/batches.py``). SQLite: each job in
+        exception; the batches' entry (``storage/batches.py``). SQLite: each job in
         its own savepoint, so one that fails undoes only its own writes, and the jobs of
         one ``together`` group (see ``write_later``) in one savepoint, run again each in
         its own if the group raises; a failed commit fails every job. PostgreSQL: see
@@ -459,9 +459,10 @@ class Database:
         raise AssertionError("unreachable")
 
     def write_later(self, job: Callable[[Tx], T]) -> asyncio.Future[T]:
-        """From an event loop: ``job`` runs on this process's writer thread, in a batch
-        with whatever other jobs are queued (``write_jobs``); the future completes once
-        the batch is durable (or fails with the job's exception or the commit's).
+        """From an event loop: ``job`` runs in a batch with whatever other jobs are
+        queued (``write_jobs``), on SQLite by this loop at the end of its turn, on
+        PostgreSQL by the process's writer thread; the future completes once the batch
+        is durable (or fails with the job's exception or the commit's).
 
         Jobs that have a ``together`` attribute run through it as a group (a batch's
         moves, ``games._store_moves``): ``job.together(tx, jobs)`` returns each job's
