@@ -162,6 +162,9 @@ class Connection(asyncio.Protocol):
 
     def _in_thread(self, session: Session, line: bytes) -> None:
         r = self.reactor
+        if self.closing:  # the client left, or the stop's grace ran out, during a delay
+            self.busy = False
+            return
         pool = r.hash_pool if session.costs_a_hash(line) else r.pool
         work = self.loop.run_in_executor(pool, session.handle_line, line)
         self._wait(work, lambda done: done.result())
