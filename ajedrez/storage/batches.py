@@ -76,10 +76,7 @@ class LoopBatches:
         pending, self._pending = self._pending, []
         for start in range(0, len(pending), self._max_batch):
             batch = pending[start : start + self._max_batch]
-            try:
-                outcomes = self._run_batch([job for job, _ in batch])
-            except Exception as e:  # the batch could not start (no lock, no connection)
-                outcomes = [e] * len(batch)
+            outcomes = _outcomes(self._run_batch, batch)
             _settle(list(zip((future for _, future in batch), outcomes, strict=True)))
 
 
@@ -144,9 +141,7 @@ class BatchThread:
 
     def _run(self, batch: list[tuple[Job, asyncio.Future[Any]]]) -> None:
         try:
-            outcomes = self._run_batch([job for job, _ in batch])
-        except Exception as e:  # the batch could not start (no lock, no connection)
-            outcomes = [e] * len(batch)
+            outcomes = _outcomes(self._run_batch, batch)
         except BaseException:
             # Never leave a loop waiting for an answer that cannot come.
             log.exception("the %s thread failed", self._thread.name)
@@ -164,6 +159,15 @@ class BatchThread:
             # A closed loop raises RuntimeError: nobody is waiting there any more.
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_settle, results)
+
+
+def _outcomes(run_batch: RunBatch, batch: list[tuple[Job, asyncio.Future[Any]]]) -> list[Any]:
+    """Each job's result or exception; every job gets the exception of a batch that
+    could not start (no lock, no connection)."""
+    try:
+        return run_batch([job for job, _ in batch])
+    except Exception as e:
+        return [e] * len(batch)
 
 
 def _settle(results: list[tuple[asyncio.Future[Any], Any]]) -> None:
