@@ -3,11 +3,19 @@
 Machines of one kind differ from day to day; before comparing figures from two sessions,
 run this on both: the median time of ``chess.Board(fen)`` (python-chess, pure Python) and
 the rate of one-row SQLite commits in WAL mode with ``synchronous=FULL`` (the fsync).
+
+``--disk-seconds N`` also times ``fdatasync`` of a small write, about 300 a second for N
+seconds, as SQLite's commits do, and prints its percentiles and the syncs that took
+longer than 10 ms. This machine's virtual disk now and then stops completing writes for
+tens to hundreds of milliseconds; every durable commit waits for it then, whatever the
+server does, so a latency tail measured while it happens is the disk's
+(``docs/performance.md``, "Where JGDA's tail comes from").
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 import statistics
 import tempfile
@@ -45,14 +53,53 @@ def sqlite_commits_per_second(directory: Path, count: int = 2000) -> float:
         conn.close()
 
 
+def fdatasync_ms(directory: Path, seconds: float) -> list[float]:
+    """Each ``fdatasync`` of a 12 KiB write, in ms, ~3 ms apart for ``seconds``."""
+    path = directory / "calibrate.sync"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, bytes(4096 * 64))
+        os.fsync(fd)
+        block = os.urandom(4096 * 3)
+        took: list[float] = []
+        ends = time.monotonic() + seconds
+        while time.monotonic() < ends:
+            os.pwrite(fd, block, (len(took) % 60) * 4096)
+            started = time.perf_counter()
+            os.fdatasync(fd)
+            took.append((time.perf_counter() - started) * 1000)
+            time.sleep(0.003)
+        return took
+    finally:
+        os.close(fd)
+
+
+def _disk_report(took: list[float], seconds: float) -> str:
+    ranked = sorted(took)
+
+    def at(q: float) -> float:
+        return ranked[min(len(ranked) - 1, int(q * len(ranked)))]
+
+    slow = [t for t in took if t > 10]
+    return (
+        f"fdatasync: {len(took):,} in {seconds:g} s, p50 {at(0.5):.2f} ms, p99 {at(0.99):.2f} ms, "
+        f"max {ranked[-1]:.1f} ms; {len(slow)} over 10 ms, {sum(slow):.0f} ms in all"
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dir", type=Path, help="where the SQLite file goes (a temporary directory)")
+    p.add_argument(
+        "--disk-seconds", type=float, default=0, help="also time fdatasync for this long (0)"
+    )
     args = p.parse_args()
     print(f"chess.Board(fen): {board_from_fen_us():.0f} us median (baselines.md: 42)")
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         rate = sqlite_commits_per_second(Path(tmp))
-    print(f"SQLite WAL synchronous=FULL: {rate:,.0f} commits/s (baselines.md: 6,118)")
+        print(f"SQLite WAL synchronous=FULL: {rate:,.0f} commits/s (baselines.md: 6,118)")
+        if args.disk_seconds > 0:
+            print(_disk_report(fdatasync_ms(Path(tmp), args.disk_seconds), args.disk_seconds))
 
 
 if __name__ == "__main__":
