@@ -524,14 +524,19 @@ class Database:
 
     @contextmanager
     def sync_read(self) -> Iterator[Tx]:
-        if not self.is_sqlite:
-            with self._pg_transaction(_PG_SYNC_BEGIN) as tx:
-                yield tx
-            return
         # The locks only while the writes in flight finish and the clock is read: any
         # snapshot taken after that sees every write stamped earlier, and every later
         # write is stamped later (docs/design.md, "Why nothing is missed"). Held for the
-        # whole read, they stalled the loop's batches of moves behind a command thread.
+        # whole read, they stalled the batches of moves behind a TRAN or PPEN.
+        if not self.is_sqlite:
+            with mapped_errors(), self.engine.connect() as conn:
+                with conn.begin():  # the exclusive lock, released at this commit
+                    stamp = conn.execute(_PG_SYNC_BEGIN, {"k": SYNC_LOCK_KEY}).one()[1]
+                # One snapshot for the whole read, as SQLite's read transaction has.
+                conn.execution_options(isolation_level="REPEATABLE READ")
+                with conn.begin():
+                    yield Tx(conn, int(stamp))
+            return
         self._enter_write_lock()
         try:
             if self._batch is not None:
