@@ -59,8 +59,12 @@ class Master:
         listeners: Listeners,
         run_worker: Callable[[int], int],
         stop_grace: float,
+        run_writer: Callable[[], int] | None = None,
     ) -> None:
+        """``run_writer``: a process started before the workers, and replaced like them
+        if it dies (SQLite's writer process, ``storage/writer_process.py``)."""
         self.workers = workers
+        self.run_writer = run_writer
         self.stop_grace = stop_grace
         self.stop_deadline: float | None = None
         self.listeners = listeners
@@ -71,7 +75,8 @@ class Master:
     def run(self) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, self._on_signal)
-        for number in range(1, self.workers + 1):
+        first = 0 if self.run_writer is not None else 1
+        for number in range(first, self.workers + 1):
             self._spawn(number)
         quick_deaths, failed = 0, False
         while self.children:
@@ -86,9 +91,9 @@ class Master:
             number, started = self.children.pop(pid)
             code = os.waitstatus_to_exitcode(status)
             if self.stopping:
-                log.info("worker %d (pid %d) stopped", number, pid)
+                log.info("%s (pid %d) stopped", _name(number), pid)
                 continue
-            log.error("worker %d (pid %d) exited unexpectedly (status %d)", number, pid, code)
+            log.error("%s (pid %d) exited unexpectedly (status %d)", _name(number), pid, code)
             quick_deaths = (
                 quick_deaths + 1 if time.monotonic() - started < QUICK_DEATH_SECONDS else 0
             )
@@ -114,7 +119,7 @@ class Master:
         if self.stop_deadline is None or time.monotonic() < self.stop_deadline:
             return
         for pid, (number, _started) in self.children.items():
-            log.error("worker %d (pid %d) did not stop in time; killing it", number, pid)
+            log.error("%s (pid %d) did not stop in time; killing it", _name(number), pid)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.stop_deadline = None
@@ -136,11 +141,18 @@ class Master:
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, signal.SIG_DFL)
                 _end_with_parent(master)
-                code = self.run_worker(number)
+                if number == 0 and self.run_writer is not None:
+                    code = self.run_writer()
+                else:
+                    code = self.run_worker(number)
             except BaseException:
-                log.exception("worker %d failed", number)
+                log.exception("%s failed", _name(number))
             finally:
                 logging.shutdown()
                 os._exit(code)
         self.children[pid] = (number, time.monotonic())
-        log.info("worker %d started (pid %d)", number, pid)
+        log.info("%s started (pid %d)", _name(number), pid)
+
+
+def _name(number: int) -> str:
+    return "the writer process" if number == 0 else f"worker {number}"

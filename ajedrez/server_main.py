@@ -7,8 +7,10 @@ import asyncio
 import ipaddress
 import logging
 import signal
+import socket
 import ssl
 import sys
+import threading
 
 from . import __version__, loops
 from .prefork import Listeners, Master, open_listener
@@ -17,6 +19,7 @@ from .service import Accounts, Games
 from .settings import Settings, SettingsError, add_arguments, load
 from .storage.db import Database, redact, resolve_url
 from .storage.migrate import upgrade
+from .storage.writer_process import WriterClient, open_writer_listener, serve_writes, writer_address
 
 log = logging.getLogger("ajedrez")
 LOG_FORMAT_PREFIX = "%(asctime)s %(levelname)s"
@@ -67,12 +70,19 @@ def main(argv: list[str] | None = None) -> int:
     log.info("event loop: %s", settings.event_loop)
     if settings.workers > 1:
         db.dispose()  # each worker opens its own: no connection may cross a fork
-        return _serve_workers(settings, url, tls)
+        return _serve_workers(settings, url, tls, sqlite=db.is_sqlite)
     try:
         return loops.run(_serve(settings, db, tls), settings.event_loop)
     finally:
         db.dispose()
         log.info("server stopped")
+
+
+def _log_as(process: str) -> None:
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(
+            logging.Formatter(f"{LOG_FORMAT_PREFIX} [{process}] {LOG_FORMAT_MESSAGE}")
+        )
 
 
 def _database(url: str, settings: Settings) -> Database:
@@ -83,7 +93,9 @@ def _database(url: str, settings: Settings) -> Database:
     )
 
 
-def _serve_workers(settings: Settings, url: str, tls: ssl.SSLContext | None) -> int:
+def _serve_workers(
+    settings: Settings, url: str, tls: ssl.SSLContext | None, *, sqlite: bool
+) -> int:
     listeners: Listeners = {}
     ports = [("plain", settings.port)]
     if tls is not None and settings.tls_port is not None:
@@ -96,19 +108,48 @@ def _serve_workers(settings: Settings, url: str, tls: ssl.SSLContext | None) -> 
         return 1
     _log_listening([(kind, *sock.getsockname()[:2]) for kind, sock in listeners.items()])
 
-    def run_worker(number: int) -> int:
-        for handler in logging.getLogger().handlers:
-            handler.setFormatter(
-                logging.Formatter(f"{LOG_FORMAT_PREFIX} [worker {number}] {LOG_FORMAT_MESSAGE}")
-            )
+    # PostgreSQL: one process commits every worker's moves (storage/writer_process.py).
+    writer: tuple[bytes, socket.socket] | None = None
+    if not sqlite:
+        address = writer_address()
+        writer = address, open_writer_listener(address)
+
+    def run_writer() -> int:
+        assert writer is not None
+        _log_as("writer")
+        for sock in listeners.values():
+            sock.close()
+        stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda _n, _frame: stop.set())
         db = _database(url, settings)
+        try:
+            games = Games(db)
+            return serve_writes(
+                db.write_jobs, writer[1], games.job_from_payload, db.group_commit, stop
+            )
+        finally:
+            db.dispose()
+
+    def run_worker(number: int) -> int:
+        _log_as(f"worker {number}")
+        db = _database(url, settings)
+        if writer is not None:
+            writer[1].close()
+            db.writer_process = WriterClient(writer[0])
         try:
             return loops.run(_serve(settings, db, tls, listeners), settings.event_loop)
         finally:
             db.dispose()
 
     log.info("starting %d worker processes", settings.workers)
-    code = Master(settings.workers, listeners, run_worker, settings.limits.stop_grace).run()
+    code = Master(
+        settings.workers,
+        listeners,
+        run_worker,
+        settings.limits.stop_grace,
+        run_writer if writer is not None else None,
+    ).run()
     log.info("server stopped")
     return code
 
@@ -135,6 +176,8 @@ async def _serve(
     except OSError as e:
         log.error("cannot listen on %s: %s", settings.host, e.strerror or e)
         return 1
+    if db.writer_process is not None:
+        await db.writer_process.connect()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         # Not loop.add_signal_handler: it learns of a signal through the loop's self-pipe,
@@ -148,6 +191,8 @@ async def _serve(
     else:
         log.info("serving")
     await reactor.serve_until_stopped()
+    if db.writer_process is not None:
+        db.writer_process.close()
     return 0
 
 

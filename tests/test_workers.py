@@ -8,7 +8,9 @@ processes, and every move crosses from one to the other through the database.
 from __future__ import annotations
 
 import os
+import re
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,15 +19,25 @@ import pytest
 
 from tests.conftest import PASSWORD, ServerProcess, start_server, wait_for
 from tests.espol import Conn
-from tests.play_support import Match, stat
+from tests.play_support import Match, challenge_and_accept, jgda, stat
 
 
-def _workers(master: int) -> list[int]:
+def _children(master: int) -> list[int]:
     try:
         text = Path(f"/proc/{master}/task/{master}/children").read_text()
     except OSError:
         return []
     return [int(pid) for pid in text.split()]
+
+
+def _writers(srv: ServerProcess) -> list[int]:
+    """Every writer process the master started (PostgreSQL), the current one last."""
+    return [int(p) for p in re.findall(r"the writer process started \(pid (\d+)\)", srv.log_text())]
+
+
+def _workers(srv: ServerProcess) -> list[int]:
+    writers = set(_writers(srv))
+    return [pid for pid in _children(srv.proc.pid) if pid not in writers]
 
 
 @pytest.fixture
@@ -51,7 +63,7 @@ def _connect_to(srv: ServerProcess, worker: int, other: int, name: str) -> Conn:
 
 def test_two_workers_serve_one_game_between_them(two_workers, new_user):
     srv = two_workers
-    first, second = _workers(srv.proc.pid)
+    first, second = _workers(srv)
     white, black = new_user("ww"), new_user("wb")
     w = _connect_to(srv, first, second, white)
     b = _connect_to(srv, second, first, black)
@@ -73,7 +85,7 @@ def test_two_workers_serve_one_game_between_them(two_workers, new_user):
 
 def test_a_dead_worker_is_replaced_and_nothing_acknowledged_is_lost(two_workers, new_user):
     srv = two_workers
-    first, second = _workers(srv.proc.pid)
+    first, second = _workers(srv)
     white, black = new_user("wk"), new_user("wk")
     w = _connect_to(srv, first, second, white)
     b = _connect_to(srv, second, first, black)
@@ -81,12 +93,10 @@ def test_a_dead_worker_is_replaced_and_nothing_acknowledged_is_lost(two_workers,
     m = Match(b.cmd(f"ACEP:N:{white}").text, white, black, w, b)
     m.play("e4", "e5")
     os.kill(second, signal.SIGKILL)  # black's worker
-    assert wait_for(
-        lambda: len(_workers(srv.proc.pid)) == 2 and second not in _workers(srv.proc.pid)
-    )
+    assert wait_for(lambda: len(_workers(srv)) == 2 and second not in _workers(srv))
     assert wait_for(lambda: "exited unexpectedly" in srv.log_text())
     m.b.close()
-    m.b = _connect_to(srv, first, _workers(srv.proc.pid)[-1], black)
+    m.b = _connect_to(srv, first, _workers(srv)[-1], black)
     m.play("Nf3")
     assert stat(m.b, m.pid).next_ply == 4
     assert m.board.fullmove_number == 2 and m.board.turn == chess.BLACK
@@ -96,7 +106,7 @@ def test_a_dead_worker_is_replaced_and_nothing_acknowledged_is_lost(two_workers,
 
 def test_sigterm_stops_every_worker(two_workers):
     srv = two_workers
-    workers = _workers(srv.proc.pid)
+    workers = _workers(srv)
     assert len(workers) == 2
     conn = srv.connect()  # an idle session: closed at once by the graceful stop
     assert srv.stop() == 0
@@ -119,7 +129,7 @@ def test_workers_setting_must_be_positive(database_url):
 
 def test_workers_end_when_the_master_is_killed(two_workers):
     srv = two_workers
-    workers = _workers(srv.proc.pid)
+    workers = _children(srv.proc.pid)  # with PostgreSQL's writer process
     srv.proc.kill()  # no chance to stop them: the kernel tells them (PR_SET_PDEATHSIG)
     srv.proc.wait(10)
     assert wait_for(lambda: not any(_alive(pid) for pid in workers), timeout=20)
@@ -129,7 +139,7 @@ def test_a_worker_that_does_not_stop_is_killed(database_url):
     srv = start_server(database_url, "--workers", "2", "--stop-grace", "1")
     try:
         assert wait_for(lambda: srv.log_text().count("serving") >= 2), srv.log_text()
-        stuck, other = _workers(srv.proc.pid)
+        stuck, other = _workers(srv)
         os.kill(stuck, signal.SIGSTOP)  # it cannot see SIGTERM
         srv.proc.terminate()
         assert srv.proc.wait(30) == 0
@@ -146,3 +156,89 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+# -- PostgreSQL's writer process (storage/writer_process.py) -----------------------------
+
+
+def _held_while_stopped(writer: int, m: Match, notation: str) -> None:
+    """The move is not answered while the writer process is stopped, and is once it runs:
+    it went through the writer."""
+    move = m.move(notation)
+    conn = m.mover
+    os.kill(writer, signal.SIGSTOP)
+    try:
+        conn.send(jgda(m.pid, m.ply, move))
+        conn.sock.settimeout(1.0)
+        with pytest.raises(TimeoutError):
+            conn.reply()
+    finally:
+        os.kill(writer, signal.SIGCONT)
+        conn.sock.settimeout(20)
+    r = conn.reply()
+    assert (r.code, r.text) == (208, ""), r
+    m.board.push(move)
+
+
+def _linked(srv: ServerProcess) -> int:
+    return srv.log_text().count("linked to the writer process")
+
+
+def test_on_postgresql_one_writer_process_commits_the_workers_moves(
+    two_workers, new_user, database_url
+):
+    srv = two_workers
+    if database_url.startswith("sqlite"):
+        # SQLite's workers commit their own moves: no third process.
+        assert _writers(srv) == [] and len(_children(srv.proc.pid)) == 2
+        assert "writer process" not in srv.log_text()
+        return
+    assert len(_writers(srv)) == 1 and len(_children(srv.proc.pid)) == 3
+    assert wait_for(lambda: _linked(srv) == 2), srv.log_text()
+    writer = _writers(srv)[0]
+    first, second = _workers(srv)
+    white, black = new_user("wp"), new_user("wp")
+    w, b = _connect_to(srv, first, second, white), _connect_to(srv, second, first, black)
+    try:
+        m = challenge_and_accept(white, w, black, b)
+        m.play("e4")
+        _held_while_stopped(writer, m, "e5")
+        _held_while_stopped(writer, m, "Nf3")
+        assert stat(w, m.pid).next_ply == 4
+    finally:
+        w.close()
+        b.close()
+
+
+def test_a_dead_writer_process_fails_its_move_in_flight_and_is_replaced(
+    two_workers, new_user, database_url
+):
+    srv = two_workers
+    if database_url.startswith("sqlite"):
+        assert _writers(srv) == []
+        return
+    assert wait_for(lambda: _linked(srv) == 2), srv.log_text()
+    writer = _writers(srv)[0]
+    first, second = _workers(srv)
+    white, black = new_user("wd"), new_user("wd")
+    w, b = _connect_to(srv, first, second, white), _connect_to(srv, second, first, black)
+    try:
+        m = challenge_and_accept(white, w, black, b)
+        m.play("d4")
+        os.kill(writer, signal.SIGSTOP)  # the move below reaches it and is never read
+        m.b.send(jgda(m.pid, m.ply, m.move("d5")))
+        time.sleep(0.3)
+        os.kill(writer, signal.SIGKILL)
+        r = m.b.reply()
+        assert r.code == 401, r  # E_STORAGE: nothing confirmed, send it again
+        # Sent again, the move is committed by the worker itself until a new link is up.
+        m.play("d5")
+        assert wait_for(lambda: len(_writers(srv)) == 2), srv.log_text()
+        assert f"the writer process (pid {writer}) exited unexpectedly" in srv.log_text()
+        m.play("c4")  # white's worker relinks too
+        assert wait_for(lambda: _linked(srv) == 4, timeout=10), srv.log_text()
+        _held_while_stopped(_writers(srv)[-1], m, "e6")
+        assert stat(w, m.pid).next_ply == 5
+    finally:
+        w.close()
+        b.close()

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import chess
 import chess.pgn
@@ -328,6 +328,11 @@ class Games:
         plan = self._plan_on_snapshot(caller_id, game_id, move)
         return MoveJob(self, caller_id, game_id, move, plan)
 
+    def job_from_payload(self, payload: list[Any]) -> MoveJob:
+        """The writer process's copy of a worker's ``MoveJob.payload()``."""
+        caller_id, game_id, move = payload
+        return MoveJob(self, int(caller_id), int(game_id), MoveRecord(*move), None)
+
     def _plan_on_snapshot(self, caller_id: int, game_id: int, move: MoveRecord) -> _Plan | None:
         """Where writers wait for each other (SQLite), check the move and compute its
         effects before the write, so the write only confirms the game has not changed."""
@@ -514,6 +519,13 @@ class MoveJob:
     @staticmethod
     def together(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
         return _store_moves(tx, jobs)
+
+    def payload(self) -> list[object]:
+        """The job as JSON values, for the writer process (``Games.job_from_payload``).
+        Without the plan: the writer checks the move against the row it locks, as a
+        batch on PostgreSQL always does."""
+        m = self.move
+        return [self.caller_id, self.game_id, [m.ply, m.jugada, m.reverso, m.posicion, m.promocion]]
 
 
 def _store_moves(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:

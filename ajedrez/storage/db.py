@@ -51,6 +51,7 @@ from sqlalchemy.engine import URL
 from ..errors import TRANSIENT_RETRIES, StorageError, TransientStorageError
 from .batches import BatchThread, LoopBatches
 from .prepared import Prepared, PreparedMany
+from .writer_process import WriterClient
 
 SQLITE_BUSY_TIMEOUT = 10.0  # seconds
 GROUP_COMMIT_WRITERS = 32
@@ -224,6 +225,8 @@ class Database:
         self._loop_batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopBatches] = (
             weakref.WeakKeyDictionary()
         )
+        # PostgreSQL with --workers: where moves are committed (storage/writer_process.py).
+        self.writer_process: WriterClient | None = None
         self._reader_conn: Connection | None = None  # the reader thread's own
         self._readers = threading.local()  # SQLite: see _thread_reader
         self._batch_conn: Connection | None = None  # SQLite: see _batch_connection
@@ -461,8 +464,10 @@ class Database:
     def write_later(self, job: Callable[[Tx], T]) -> asyncio.Future[T]:
         """From an event loop: ``job`` runs in a batch with whatever other jobs are
         queued (``write_jobs``), on SQLite by this loop at the end of its turn, on
-        PostgreSQL by the process's writer thread; the future completes once the batch
-        is durable (or fails with the job's exception or the commit's).
+        PostgreSQL by the writer process (``writer_process``, with ``--workers``; a job
+        with a ``payload`` method) or else by this process's writer thread; the future
+        completes once the batch is durable (or fails with the job's exception or the
+        commit's).
 
         Jobs that have a ``together`` attribute run through it as a group (a batch's
         moves, ``games._store_moves``): ``job.together(tx, jobs)`` returns each job's
@@ -470,6 +475,10 @@ class Database:
         the group (SQLite: its savepoint; PostgreSQL: the batch) and runs each job alone."""
         if self.is_sqlite:
             return self._loop_batches_here().submit(job)
+        link = self.writer_process.usable() if self.writer_process is not None else None
+        payload = getattr(job, "payload", None)
+        if link is not None and payload is not None:
+            return link.submit(payload())
         writer = self._writer
         if writer is None or not writer.alive():
             with self._queue_lock:
