@@ -112,7 +112,9 @@ class Master:
     def _on_signal(self, signum: int, _frame: object) -> None:
         if not self.stopping:
             log.info(
-                "received %s, stopping %d workers", signal.Signals(signum).name, len(self.children)
+                "received %s, stopping %d processes",
+                signal.Signals(signum).name,
+                len(self.children),
             )
         self._stop_all(signal.SIGTERM)
 
