@@ -227,7 +227,7 @@ def test_a_dead_writer_process_fails_its_move_in_flight_and_is_replaced(
         m.play("d4")
         os.kill(writer, signal.SIGSTOP)  # the move below reaches it and is never read
         m.b.send(jgda(m.pid, m.ply, m.move("d5")))
-        time.sleep(0.3)
+        time.sleep(0.5)  # for the worker to pass the move on to the stopped writer
         os.kill(writer, signal.SIGKILL)
         r = m.b.reply()
         assert r.code == 401, r  # E_STORAGE: nothing confirmed, send it again
