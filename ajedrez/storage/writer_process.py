@@ -50,7 +50,6 @@ WRITER_STOP_SECONDS = 30.0
 SEND_TIMEOUT_SECONDS = 5.0
 
 Payload = Any
-Outcome = Any
 MakeJob = Callable[[Payload], Callable[[Any], Any]]
 
 
@@ -134,6 +133,10 @@ class WriterLink(asyncio.Protocol):
         self._transport.write(_frame([self._next_id, payload]))
         return future
 
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
 
@@ -206,8 +209,8 @@ class WriterClient:
     def close(self) -> None:
         """Close the link (at the worker's stop): the writer ends once every link has."""
         link, self.link = self.link, None
-        if link is not None and link._transport is not None:
-            link._transport.close()
+        if link is not None:
+            link.close()
 
     def _reconnect(self) -> None:
         self._connecting = False
