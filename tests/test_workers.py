@@ -184,6 +184,14 @@ def _linked(srv: ServerProcess) -> int:
     return srv.log_text().count("linked to the writer process")
 
 
+def _game_across_workers(srv: ServerProcess, new_user, prefix: str) -> Match:  # type: ignore[no-untyped-def]
+    """A new game whose two players are served by different workers."""
+    first, second = _workers(srv)
+    white, black = new_user(prefix), new_user(prefix)
+    w, b = _connect_to(srv, first, second, white), _connect_to(srv, second, first, black)
+    return challenge_and_accept(white, w, black, b)
+
+
 def test_on_postgresql_one_writer_process_commits_the_workers_moves(
     two_workers, new_user, database_url
 ):
@@ -196,18 +204,15 @@ def test_on_postgresql_one_writer_process_commits_the_workers_moves(
     assert len(_writers(srv)) == 1 and len(_children(srv.proc.pid)) == 3
     assert wait_for(lambda: _linked(srv) == 2), srv.log_text()
     writer = _writers(srv)[0]
-    first, second = _workers(srv)
-    white, black = new_user("wp"), new_user("wp")
-    w, b = _connect_to(srv, first, second, white), _connect_to(srv, second, first, black)
+    m = _game_across_workers(srv, new_user, "wp")
     try:
-        m = challenge_and_accept(white, w, black, b)
         m.play("e4")
         _held_while_stopped(writer, m, "e5")
         _held_while_stopped(writer, m, "Nf3")
-        assert stat(w, m.pid).next_ply == 4
+        assert stat(m.w, m.pid).next_ply == 4
     finally:
-        w.close()
-        b.close()
+        m.w.close()
+        m.b.close()
 
 
 def test_a_dead_writer_process_fails_its_move_in_flight_and_is_replaced(
@@ -219,11 +224,8 @@ def test_a_dead_writer_process_fails_its_move_in_flight_and_is_replaced(
         return
     assert wait_for(lambda: _linked(srv) == 2), srv.log_text()
     writer = _writers(srv)[0]
-    first, second = _workers(srv)
-    white, black = new_user("wd"), new_user("wd")
-    w, b = _connect_to(srv, first, second, white), _connect_to(srv, second, first, black)
+    m = _game_across_workers(srv, new_user, "wd")
     try:
-        m = challenge_and_accept(white, w, black, b)
         m.play("d4")
         os.kill(writer, signal.SIGSTOP)  # the move below reaches it and is never read
         m.b.send(jgda(m.pid, m.ply, m.move("d5")))
@@ -238,7 +240,7 @@ def test_a_dead_writer_process_fails_its_move_in_flight_and_is_replaced(
         m.play("c4")  # white's worker relinks too
         assert wait_for(lambda: _linked(srv) == 4, timeout=10), srv.log_text()
         _held_while_stopped(_writers(srv)[-1], m, "e6")
-        assert stat(w, m.pid).next_ply == 5
+        assert stat(m.w, m.pid).next_ply == 5
     finally:
-        w.close()
-        b.close()
+        m.w.close()
+        m.b.close()
