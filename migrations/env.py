@@ -15,6 +15,30 @@ MIGRATION_LOCK_KEY = 0x41_6A_65_65
 
 
 def _run(connection: Connection) -> None:
+    sqlite = connection.dialect.name == "sqlite"
+    if sqlite and not connection.in_transaction():
+        # Rebuilding a table (batch mode) drops the old one, which with foreign keys on
+        # would cascade to the rows that reference it. The pragma only takes effect
+        # outside a transaction, hence on the driver's connection before BEGIN.
+        _sqlite_pragma(connection, "PRAGMA foreign_keys = OFF")
+        try:
+            _migrate(connection)
+        finally:
+            _sqlite_pragma(connection, "PRAGMA foreign_keys = ON")
+        broken = _sqlite_pragma(connection, "PRAGMA foreign_key_check")
+        if broken:
+            raise RuntimeError(f"the migration left rows without their parent: {broken[:5]}")
+        return
+    _migrate(connection)
+
+
+def _sqlite_pragma(connection: Connection, sql: str) -> list[tuple[object, ...]]:
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    return list(driver.execute(sql).fetchall())
+
+
+def _migrate(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

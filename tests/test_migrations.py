@@ -17,7 +17,15 @@ from ajedrez.storage.migrate import (
 )
 from ajedrez.storage.models import Base
 
-TABLES = {"users", "subscriptions", "game_requests", "games", "moves"}
+TABLES = {
+    "users",
+    "subscriptions",
+    "game_requests",
+    "games",
+    "moves",
+    "removals",
+    "admin_audit",
+}
 
 
 def schema_diff(database: Database) -> list:

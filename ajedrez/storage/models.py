@@ -138,6 +138,10 @@ class Game(Base):
         CheckConstraint("status IN (0, 2)", name="status"),
         CheckConstraint("winner BETWEEN 0 AND 3", name="winner"),
         CheckConstraint("next_ply >= 1", name="next_ply"),
+        # A game id is never given twice, also after a purge removed the newest games
+        # (SQLite would otherwise reuse the largest free rowid; PostgreSQL's sequence
+        # never goes back).
+        {"sqlite_autoincrement": True},
     )
 
 
@@ -162,3 +166,42 @@ class Move(Base):
         CheckConstraint("reverso IN (0, 1)", name="reverso"),
         CheckConstraint("promocion IN (0, 2, 3, 4, 5)", name="promocion"),
     )
+
+
+REMOVED_GAME = "P"
+REMOVED_CHALLENGE = "R"
+
+
+class Removal(Base):
+    """Something a player's client holds that went away without a record to say so:
+    a game the administrator purged (``kind`` P, ``subject`` the game id), or an open
+    challenge closed without a game (declined, withdrawn, or one of the two left; ``kind``
+    R, ``subject`` the other user's name). One row per player to tell, stamped like any
+    write, so BAJA reports it by fecha (``docs/design.md``, "Sync by fecha"). Rows are
+    kept: a client that syncs after a year still learns of the removal."""
+
+    __tablename__ = "removals"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    kind: Mapped[str] = mapped_column(String(1))
+    subject: Mapped[str] = mapped_column(String(32))
+    removed_at: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        Index("ix_removals_user_removed", "user_id", "removed_at"),
+        CheckConstraint("kind IN ('P', 'R')", name="kind"),
+    )
+
+
+class AdminAudit(Base):
+    """One change made through ``ajedrez-admin``: who ran it (the OS user), when, what."""
+
+    __tablename__ = "admin_audit"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[int] = mapped_column(BigInteger, index=True)
+    actor: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(32))
+    target: Mapped[str] = mapped_column(String(64), default="")
+    detail: Mapped[str] = mapped_column(Text, default="")
