@@ -208,7 +208,7 @@ def games_list(db: Database, _args: argparse.Namespace) -> None:
 
 
 def games_purge(db: Database, _args: argparse.Namespace) -> None:
-    count = Games(db).purge_finished()
+    count = len(Games(db).purge_finished())
     print(f"{count} finished game(s) removed")
 
 

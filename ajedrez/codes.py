@@ -19,7 +19,7 @@ class Reply(IntEnum):
     S_UNSU = 104  # account closed; the connection closes after this reply
     S_HELP = 110  # data: the command list
     S_TRAN = 200  # command carried out (JUEG); TRAN with data
-    S_NODATA = 201  # TRAN, PPEN, JAUT: nothing since fecha; data: the new fecha
+    S_NODATA = 201  # TRAN, PPEN, JAUT, BAJA: nothing since fecha; data: the new fecha
     S_ACEP = 202  # game created; data: the game id
     S_PPEN = 203  # data: fecha then the caller's games changed since the asked fecha
     S_JAUT = 204  # data: fecha then the active users admitted or changed since fecha
@@ -33,6 +33,7 @@ class Reply(IntEnum):
     S_FINP = 212  # draw claim accepted; the game is over, drawn
     S_DECL = 213  # challenge declined (DECL)
     S_PGNX = 214  # data: the game as PGN text (PGNX)
+    S_BAJA = 215  # data: fecha then what went away for the caller since the asked fecha
 
     # -- system errors ---------------------------------------------------------
     E_STORAGE = 401  # the database cannot be reached or refused the work; retry later

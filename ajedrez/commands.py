@@ -75,6 +75,12 @@ SPECS: dict[str, Spec] = {
             "DECL", True, "decline a user's challenge to you, or withdraw yours to them", _DESTINO
         ),
         _spec("PPEN", True, "your games created or changed since fecha", _FECHA),
+        _spec(
+            "BAJA",
+            True,
+            "what went away since fecha: P:<partida> purged games, R:<usuario> closed challenges",
+            _FECHA,
+        ),
         _spec("JAUT", True, "active users admitted or changed since fecha (0 = all)", _FECHA),
         _spec("SRNK", True, "the ten users with most won games"),
         _spec("STAT", True, "the status of one of your games", _PARTIDA),

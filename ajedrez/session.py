@@ -263,6 +263,10 @@ class Session:
         ]
         return self._since(Reply.S_PPEN, stamp, records)
 
+    def do_BAJA(self, since: int) -> Outcome:
+        stamp, removed = self.games.removals_since(self._me.id, since)
+        return self._since(Reply.S_BAJA, stamp, [f"{kind}:{subject}" for kind, subject in removed])
+
     def do_SRNK(self) -> Outcome:
         ranking = self.games.ranking()
         return self._records(Reply.S_SRNK, [f"{name}:{wins}" for name, wins in ranking])

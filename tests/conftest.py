@@ -75,6 +75,24 @@ def db(database_url: str) -> Iterator[Database]:
     database.dispose()
 
 
+@pytest.fixture
+def own_db(tmp_path: Path) -> Iterator[tuple[str, Database]]:
+    """A database of this test's own on the store under test, for what would disturb the
+    shared one (a purge removes every finished game): (URL, Database at head)."""
+    url = os.environ.get("AJEDREZ_TEST_DATABASE_URL")
+    drop: Callable[[], None] | None = None
+    if url and not url.startswith("sqlite"):
+        url, drop = _private_schema(url)
+    else:
+        url = f"sqlite:///{tmp_path / 'own.sqlite3'}"
+    database = Database(url)
+    upgrade(database)
+    yield url, database
+    database.dispose()
+    if drop is not None:
+        drop()
+
+
 @pytest.fixture(scope="session")
 def accounts(db: Database) -> Accounts:
     return Accounts(db)

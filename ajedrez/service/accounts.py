@@ -10,7 +10,7 @@ from ..codes import Reply
 from ..errors import Failure
 from ..passwords import hash_password, verify
 from ..storage.db import Conflict, Database, Tx
-from ..storage.models import GameRequest, Subscription, User
+from ..storage.models import REMOVED_CHALLENGE, GameRequest, Subscription, User
 from . import games
 
 
@@ -214,11 +214,15 @@ class Accounts:
             # Games first: a finishing move locks its game before the winner's user row,
             # so taking the same order here leaves PostgreSQL no lock cycle.
             games.forfeit_all(tx, user_id)
-            tx.conn.execute(
-                delete(GameRequest).where(
+            closed = tx.conn.execute(
+                delete(GameRequest)
+                .where(
                     (GameRequest.challenger_id == user_id) | (GameRequest.challenged_id == user_id)
                 )
-            )
+                .returning(GameRequest.challenger_id, GameRequest.challenged_id)
+            ).all()
+            others = [a if b == user_id else b for a, b in closed]
+            games.note_removals(tx, REMOVED_CHALLENGE, [(other, name) for other in others])
             tx.conn.execute(
                 update(User).where(User.id == user_id).values(active=False, changed_at=tx.stamp)
             )

@@ -38,6 +38,8 @@ from ..eager import Eager, settle, when_done
 from ..errors import Failure
 from ..storage.db import Conflict, Database, Tx, mapped_errors
 from ..storage.models import (
+    REMOVED_CHALLENGE,
+    REMOVED_GAME,
     REQ_ACCEPT,
     REQ_NONE,
     REQ_OFFER,
@@ -51,10 +53,12 @@ from ..storage.models import (
     Game,
     GameRequest,
     Move,
+    Removal,
     User,
 )
 from ..storage.prepared import Prepared, PreparedMany
 from ..values import format_partida
+from . import audit
 from .fen import position_fen
 
 PROMOTION_CODES = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
@@ -72,6 +76,9 @@ FIVEFOLD_MIN_PLIES = 16
 # Games whose last board a process keeps (_Boards): a few kB each, more than the games
 # in play at once at 1,000 players.
 BOARD_CACHE_GAMES = 1024
+# Ids per statement when purging: far below any driver's limit on bound parameters.
+PURGE_CHUNK = 500
+PURGE_AUDIT_IDS = 20  # the audit trail names this many purged games, then counts the rest
 RESULTS = {WINNER_NONE: "*", WINNER_WHITE: "1-0", WINNER_BLACK: "0-1", WINNER_DRAW: "1/2-1/2"}
 
 T = TypeVar("T")
@@ -239,7 +246,8 @@ class Games:
             ) from None
 
     def decline(self, caller_id: int, other: str) -> None:
-        """DECL: remove the open challenge between me and ``other``, whoever made it."""
+        """DECL: remove the open challenge between me and ``other``, whoever made it.
+        Both players' clients learn of it through BAJA."""
         with self.db.write() as tx:
             other_id = tx.conn.scalar(select(User.id).where(User.name == other))
             removed = 0
@@ -250,6 +258,19 @@ class Games:
                 ).rowcount
             if not removed:
                 raise Failure(Reply.F_NOREQ, f"no open challenge between you and '{other}'")
+            assert other_id is not None
+            me = tx.conn.scalar(select(User.name).where(User.id == caller_id)) or ""
+            note_removals(tx, REMOVED_CHALLENGE, [(caller_id, other), (other_id, me)])
+
+    def removals_since(self, caller_id: int, since: int) -> tuple[int, list[tuple[str, str]]]:
+        """BAJA: (fecha to send back, (kind, subject) of what went away since fecha)."""
+        with self.db.sync_read() as tx:
+            rows = tx.conn.execute(
+                select(Removal.kind, Removal.subject)
+                .where(Removal.user_id == caller_id, Removal.removed_at >= since)
+                .order_by(Removal.removed_at, Removal.id)
+            ).all()
+            return tx.stamp, [(r.kind, r.subject) for r in rows]
 
     # -- reading games -----------------------------------------------------------------
 
@@ -467,12 +488,41 @@ class Games:
             ).all()
         return [GameListing(r[0], r[1], r[2], r[3], r[4], r[5] - 1, r[6], r[7]) for r in rows]
 
-    def purge_finished(self) -> int:
-        """Remove finished games and their moves; nothing else. Returns how many."""
+    def purge_finished(
+        self,
+        *,
+        finished_before: int | None = None,
+        dry_run: bool = False,
+        by: str | None = None,
+    ) -> list[int]:
+        """Remove finished games (those finished before ``finished_before``, a fecha,
+        when given) and their moves; returns their ids, or with ``dry_run`` the ids it
+        would remove. Both players of each are told through BAJA. ``by``: the
+        administrator, for the audit trail."""
         with self.db.write() as tx:
-            finished = select(Game.id).where(Game.status == STATUS_FINISHED)
-            tx.conn.execute(delete(Move).where(Move.game_id.in_(finished)))
-            return tx.conn.execute(delete(Game).where(Game.status == STATUS_FINISHED)).rowcount
+            query = select(Game.id, Game.white_id, Game.black_id).where(
+                Game.status == STATUS_FINISHED
+            )
+            if finished_before is not None:
+                query = query.where(Game.finished_at < finished_before)
+            rows = tx.conn.execute(query.order_by(Game.id)).all()
+            ids = [r.id for r in rows]
+            if dry_run or not ids:
+                return ids
+            for start in range(0, len(ids), PURGE_CHUNK):
+                chunk = ids[start : start + PURGE_CHUNK]
+                tx.conn.execute(delete(Move).where(Move.game_id.in_(chunk)))
+                tx.conn.execute(delete(Game).where(Game.id.in_(chunk)))
+            note_removals(
+                tx,
+                REMOVED_GAME,
+                [(player, _pid(r.id)) for r in rows for player in (r.white_id, r.black_id)],
+            )
+            shown = ", ".join(_pid(i) for i in ids[:PURGE_AUDIT_IDS])
+            more = f" and {len(ids) - PURGE_AUDIT_IDS} more" if len(ids) > PURGE_AUDIT_IDS else ""
+            cutoff = "" if finished_before is None else f" finished before {finished_before}"
+            audit.record(tx, by, "games purge", "", f"{len(ids)} game(s){cutoff}: {shown}{more}")
+            return ids
 
 
 def forfeit_all(tx: Tx, user_id: int) -> None:
@@ -490,6 +540,18 @@ def forfeit_all(tx: Tx, user_id: int) -> None:
         values = _finish_values(tx, row, winner, LEFT_SERVICE)
         values[_req_field(color)] = REQ_RESIGN
         _update_game(tx, row.id, **values)
+
+
+def note_removals(tx: Tx, kind: str, rows: list[tuple[int, str]]) -> None:
+    """Record that ``subject`` went away for each (user id, subject), for BAJA."""
+    for start in range(0, len(rows), PURGE_CHUNK):
+        tx.conn.execute(
+            insert(Removal),
+            [
+                {"user_id": user_id, "kind": kind, "subject": subject, "removed_at": tx.stamp}
+                for user_id, subject in rows[start : start + PURGE_CHUNK]
+            ],
+        )
 
 
 # -- helpers ---------------------------------------------------------------------------
