@@ -11,17 +11,16 @@ import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import chess
-import chess.pgn
 from sqlalchemy import (
     Connection,
     Integer,
     and_,
     any_,
     bindparam,
+    case,
     cast,
     delete,
     func,
@@ -36,6 +35,7 @@ from sqlalchemy.orm import aliased
 from ..codes import Reply
 from ..eager import Eager, settle, when_done
 from ..errors import Failure
+from ..pgn import game_pgn
 from ..storage.db import Conflict, Database, Tx, mapped_errors
 from ..storage.models import (
     REMOVED_CHALLENGE,
@@ -79,7 +79,6 @@ BOARD_CACHE_GAMES = 1024
 # Ids per statement when purging: far below any driver's limit on bound parameters.
 PURGE_CHUNK = 500
 PURGE_AUDIT_IDS = 20  # the audit trail names this many purged games, then counts the rest
-RESULTS = {WINNER_NONE: "*", WINNER_WHITE: "1-0", WINNER_BLACK: "0-1", WINNER_DRAW: "1/2-1/2"}
 
 T = TypeVar("T")
 
@@ -261,6 +260,27 @@ class Games:
             assert other_id is not None
             me = tx.conn.scalar(select(User.name).where(User.id == caller_id)) or ""
             note_removals(tx, REMOVED_CHALLENGE, [(caller_id, other), (other_id, me)])
+
+    def open_challenges(self, caller_id: int) -> list[tuple[str, str]]:
+        """SOLI: every open challenge I made (``E``) or received (``R``), oldest first."""
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(GameRequest.challenger_id, User.name)
+                .join(
+                    User,
+                    User.id
+                    == case(
+                        (GameRequest.challenger_id == caller_id, GameRequest.challenged_id),
+                        else_=GameRequest.challenger_id,
+                    ),
+                )
+                .where(
+                    (GameRequest.challenger_id == caller_id)
+                    | (GameRequest.challenged_id == caller_id)
+                )
+                .order_by(GameRequest.created_at, GameRequest.id)
+            ).all()
+        return [("E" if r.challenger_id == caller_id else "R", r.name) for r in rows]
 
     def removals_since(self, caller_id: int, since: int) -> tuple[int, list[tuple[str, str]]]:
         """BAJA: (fecha to send back, (kind, subject) of what went away since fecha)."""
@@ -445,29 +465,17 @@ class Games:
             if caller_id is not None:
                 _color_of(row, caller_id, game_id)
             moves = _stored_moves(conn, game_id)
-        game = chess.pgn.Game()
-        game.headers["Event"] = "Ajedrez correspondence game"
-        game.headers["Site"] = "Ajedrez ESPOL 2.0 server"
-        game.headers["Date"] = _pgn_date(row.created_at)
-        game.headers["Round"] = "-"
-        game.headers["White"] = row.white
-        game.headers["Black"] = row.black
-        game.headers["Result"] = RESULTS[row.winner] if row.status == STATUS_FINISHED else "*"
-        game.headers["GameId"] = _pid(game_id)
-        game.headers["Mode"] = "ICS"
-        if row.finished_at is not None:
-            game.headers["EndDate"] = _pgn_date(row.finished_at)
-            game.headers["Termination"] = (
-                "abandoned" if row.end_reason == LEFT_SERVICE else "normal"
-            )
-        node: chess.pgn.GameNode = game
-        for move in moves:
-            node = node.add_variation(move)
-        if row.end_reason:
-            node.comment = row.end_reason
-        # Wrapped at 80 columns, as the PGN standard recommends: PGNX sends the text in
-        # lines, and an unwrapped movetext of a long game would not fit in one reply.
-        return game.accept(chess.pgn.StringExporter(columns=80)) + "\n"
+        return game_pgn(
+            white=row.white,
+            black=row.black,
+            game_id=_pid(game_id),
+            started=row.created_at,
+            ended=row.finished_at,
+            status=row.status,
+            winner=row.winner,
+            end_reason=row.end_reason,
+            moves=moves,
+        )
 
     def list_all(self) -> list[GameListing]:
         with self.db.read() as conn:
@@ -1192,7 +1200,3 @@ def _check_move(board: chess.Board, jugada: str, posicion: str, promocion: int) 
             why = f"the {chess.piece_name(piece.piece_type)} on {name} cannot move there"
         raise Failure(Reply.F_ILLEGAL, f"illegal move {jugada}: {why}")
     return move
-
-
-def _pgn_date(seconds: int) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y.%m.%d")

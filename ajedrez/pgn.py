@@ -1,0 +1,108 @@
+"""A game as PGN text: the one writer of the server (PGNX, ``ajedrez-admin games export``)
+and of the client (``ajedrez export``), so a game exported anywhere is the same text.
+
+It takes plain values and does no IO (no SQL, no sockets, no clock), so the client can use
+it without any server code. Dates are fechas (seconds since the epoch) written as the UTC
+day; ``winner`` and ``status`` are the protocol's ganador and status codes
+(``docs/protocol.md``).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import chess
+import chess.pgn
+
+EVENT = "Ajedrez correspondence game"
+SITE = "Ajedrez ESPOL 2.0 server"
+STATUS_FINISHED = 2
+RESULTS = {1: "1-0", 2: "0-1", 3: "1/2-1/2"}
+# The end reason of a game its loser lost by leaving the service (``Games.forfeit_all``).
+LEFT_SERVICE = "left the service"
+UNKNOWN_DATE = "????.??.??"
+# PGNX sends the text in lines, and an unwrapped movetext of a long game would not fit in
+# one reply; 80 columns is what the PGN standard recommends.
+COLUMNS = 80
+
+
+@dataclass(frozen=True)
+class GameFacts:
+    """What a PGN says beyond players, moves and result: the start and end days (as the
+    fecha of their first second, UTC) and how the game ended."""
+
+    started: int | None
+    ended: int | None
+    end_reason: str | None
+
+
+def pgn_date(fecha: int | None) -> str:
+    if fecha is None:
+        return UNKNOWN_DATE
+    return datetime.fromtimestamp(fecha, UTC).strftime("%Y.%m.%d")
+
+
+def game_pgn(
+    *,
+    white: str,
+    black: str,
+    game_id: str,
+    started: int | None,
+    ended: int | None,
+    status: int,
+    winner: int,
+    end_reason: str | None,
+    moves: Iterable[chess.Move],
+) -> str:
+    """The PGN of a game from the initial position, ending with a newline.
+
+    ``started`` is the game's start (unknown: ``????.??.??``), ``ended`` its end, None
+    while it goes on; ``end_reason`` (``checkmate``, ``agreement``, ...) becomes the
+    comment after the last move.
+    """
+    game = chess.pgn.Game()
+    game.headers["Event"] = EVENT
+    game.headers["Site"] = SITE
+    game.headers["Date"] = pgn_date(started)
+    game.headers["Round"] = "-"
+    game.headers["White"] = white
+    game.headers["Black"] = black
+    game.headers["Result"] = RESULTS.get(winner, "*") if status == STATUS_FINISHED else "*"
+    game.headers["GameId"] = game_id
+    game.headers["Mode"] = "ICS"
+    if ended is not None:
+        game.headers["EndDate"] = pgn_date(ended)
+        game.headers["Termination"] = "abandoned" if end_reason == LEFT_SERVICE else "normal"
+    node: chess.pgn.GameNode = game
+    for move in moves:
+        node = node.add_variation(move)
+    if end_reason:
+        node.comment = end_reason
+    return game.accept(chess.pgn.StringExporter(columns=COLUMNS)) + "\n"
+
+
+def read_facts(text: str) -> GameFacts:
+    """The facts of a PGN written by :func:`game_pgn` (a PGNX answer), so that writing the
+    game again gives the same text."""
+    game = chess.pgn.read_game(io.StringIO(text))
+    if game is None:
+        return GameFacts(None, None, None)
+    # A game that ended before its first move carries the comment on the game itself.
+    comment = game.end().comment.strip()
+    return GameFacts(
+        _fecha_of(game.headers.get("Date")),
+        _fecha_of(game.headers.get("EndDate")),
+        comment or None,
+    )
+
+
+def _fecha_of(text: str | None) -> int | None:
+    """The fecha of a PGN date's first second (UTC); None for an unknown or partial one."""
+    try:
+        day = datetime.strptime(text or "", "%Y.%m.%d").date()
+    except ValueError:
+        return None
+    return int(datetime.combine(day, datetime.min.time(), UTC).timestamp())
