@@ -34,6 +34,7 @@ class Reply(IntEnum):
     S_DECL = 213  # challenge declined (DECL)
     S_PGNX = 214  # data: the game as PGN text (PGNX)
     S_BAJA = 215  # data: fecha then what went away for the caller since the asked fecha
+    S_SOLI = 216  # data: the caller's open challenges, made (E) and received (R)
 
     # -- system errors ---------------------------------------------------------
     E_STORAGE = 401  # the database cannot be reached or refused the work; retry later

@@ -74,6 +74,7 @@ SPECS: dict[str, Spec] = {
         _spec(
             "DECL", True, "decline a user's challenge to you, or withdraw yours to them", _DESTINO
         ),
+        _spec("SOLI", True, "your open challenges: E:<usuario> made, R:<usuario> received"),
         _spec("PPEN", True, "your games created or changed since fecha", _FECHA),
         _spec(
             "BAJA",

@@ -263,6 +263,10 @@ class Session:
         ]
         return self._since(Reply.S_PPEN, stamp, records)
 
+    def do_SOLI(self) -> Outcome:
+        challenges = self.games.open_challenges(self._me.id)
+        return self._records(Reply.S_SOLI, [f"{way}:{name}" for way, name in challenges])
+
     def do_BAJA(self, since: int) -> Outcome:
         stamp, removed = self.games.removals_since(self._me.id, since)
         return self._since(Reply.S_BAJA, stamp, [f"{kind}:{subject}" for kind, subject in removed])

@@ -187,3 +187,30 @@ def test_baja_needs_a_login_and_a_fecha(server, login, new_user):
     conn = login(new_user())
     assert conn.cmd("BAJA").code == 801
     assert conn.cmd("BAJA:x").code == 802
+
+
+# -- SOLI: the whole present state of a user's challenges ----------------------------
+
+
+def soli(conn: Conn) -> list[str]:
+    parts = conn.cmd_all("SOLI")
+    assert all(p.code == 216 for p in parts), parts
+    text = ",".join(p.text for p in parts if p.text)
+    return text.split(",") if text else []
+
+
+def test_soli_lists_open_challenges_both_ways(login, new_user):
+    me, a, b = new_user("me"), new_user("a"), new_user("b")
+    mine, ca, cb = login(me), login(a), login(b)
+    assert soli(mine) == []
+    assert mine.cmd(f"JUEG:{a}").code == 200
+    assert cb.cmd(f"JUEG:{me}").code == 200
+    assert soli(mine) == [f"E:{a}", f"R:{b}"]
+    assert soli(ca) == [f"R:{me}"]
+    assert ca.cmd(f"DECL:{me}").code == 213  # declined: gone from both lists
+    assert soli(mine) == [f"R:{b}"]
+    assert soli(ca) == []
+    assert mine.cmd(f"ACEP:B:{b}").code == 202  # accepted: a game, no challenge
+    assert soli(mine) == []
+    assert cb.cmd("SOLI:").code == 216  # a trailing ':' is ignored
+    assert cb.cmd("SOLI:x").code == 801

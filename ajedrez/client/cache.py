@@ -1,10 +1,10 @@
 """The local cache: one SQLite file per (server, user), the seed's USUARIOS.DAT, usuario.prt,
 P#######.PEN and usuario.trn in one place.
 
-It holds the players (JAUT), the challenges received (TRAN) and sent from this machine,
-the user's games (PPEN + STAT) with their moves (SPAR), the ranking (SRNK), the fecha
-the server last answered for each of TRAN, JAUT and PPEN, and when the last sync
-happened. It never holds a password.
+It holds the players (JAUT), the open challenges received and sent (SOLI), the user's
+games (PPEN + STAT) with their moves (SPAR), including those the server purged (BAJA),
+the ranking (SRNK), the fecha the server last answered for each of TRAN, JAUT, PPEN and
+BAJA, and when the last sync happened. It never holds a password.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ajedrez.pgn import GameFacts
+
 from .protocol import BLACK, WHITE, GameStatus, MoveRecord, RankEntry
 
-SCHEMA_VERSION = 1
-FECHA_KINDS = ("TRAN", "JAUT", "PPEN")
+SCHEMA_VERSION = 2
+FECHA_KINDS = ("TRAN", "JAUT", "PPEN", "BAJA")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,7 +44,8 @@ CREATE TABLE IF NOT EXISTS games (
     solicitud_negras INTEGER NOT NULL,
     next_ply INTEGER NOT NULL,
     changed INTEGER NOT NULL,
-    synced_at INTEGER NOT NULL
+    synced_at INTEGER NOT NULL,
+    removed_at INTEGER
 );
 CREATE TABLE IF NOT EXISTS moves (
     game TEXT NOT NULL REFERENCES games(id) ON DELETE CASCADE,
@@ -57,6 +60,12 @@ CREATE TABLE IF NOT EXISTS moves (
 );
 CREATE TABLE IF NOT EXISTS ranking (
     pos INTEGER PRIMARY KEY, name TEXT NOT NULL, wins INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS game_facts (
+    game TEXT PRIMARY KEY REFERENCES games(id) ON DELETE CASCADE,
+    started INTEGER,
+    ended INTEGER,
+    end_reason TEXT
 );
 """
 
@@ -74,6 +83,13 @@ class CachedGame:
     next_ply: int
     changed: int
     synced_at: int
+    # When this client learnt that the server no longer has the game (purged by the
+    # administrator); the game stays here, in the player's own archive.
+    removed_at: int | None = None
+
+    @property
+    def removed(self) -> bool:
+        return self.removed_at is not None
 
     @property
     def status_record(self) -> GameStatus:
@@ -132,9 +148,10 @@ class Cache:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     self.db.execute(statement)
-            row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is None:
-                self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            columns = {r["name"] for r in self.db.execute("PRAGMA table_info(games)")}
+            if "removed_at" not in columns:  # a cache written by schema 1
+                self.db.execute("ALTER TABLE games ADD COLUMN removed_at INTEGER")
+            self.set_meta("schema", str(SCHEMA_VERSION))
 
     def close(self) -> None:
         self.db.close()
@@ -191,9 +208,11 @@ class Cache:
         self.set_meta("last_sync", str(int(time.time()) if when is None else when))
 
     def reset(self) -> None:
-        """Forget everything the server sent (a full sync rebuilds it)."""
+        """Forget the fechas and the lists a full sync rebuilds. Games and their moves
+        stay: the server reports every game it still has, and the full sync marks the
+        others removed instead of losing a player's finished games."""
         with self.transaction() as db:
-            for table in ("fechas", "players", "moves", "games", "ranking"):
+            for table in ("fechas", "players", "ranking"):
                 db.execute(f"DELETE FROM {table}")
             db.execute("DELETE FROM challenges WHERE direction='in'")
             db.execute("DELETE FROM meta WHERE key='last_sync'")
@@ -237,6 +256,18 @@ class Cache:
                 "DELETE FROM challenges WHERE name=? AND direction=?", (name, direction)
             )
 
+    def replace_challenges(self, received: list[str], sent: list[str]) -> None:
+        """The server's whole list of open challenges (SOLI) replaces the local one;
+        names already held keep the time they were first seen."""
+        now = int(time.time())
+        wanted = {(n, "in") for n in received} | {(n, "out") for n in sent}
+        for name, direction in set(self.challenges()) - wanted:
+            self.remove_challenges(name, direction)
+        self.db.executemany(
+            "INSERT INTO challenges VALUES (?, ?, ?) ON CONFLICT(name, direction) DO NOTHING",
+            [(n, d, now) for n, d in sorted(wanted)],
+        )
+
     def challenges(self) -> list[tuple[str, str]]:
         """(name, 'in' | 'out'), oldest first."""
         rows = self.db.execute("SELECT name, direction FROM challenges ORDER BY seen_at, name")
@@ -247,12 +278,13 @@ class Cache:
     def store_status(self, st: GameStatus) -> None:
         now = int(time.time())
         self.db.execute(
-            """INSERT INTO games VALUES (?,?,?,?,?,?,?,?,?,?,?)
+            """INSERT INTO games (id, white, black, color, status, ganador, solicitud_blancas,
+               solicitud_negras, next_ply, changed, synced_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)
                ON CONFLICT(id) DO UPDATE SET white=excluded.white, black=excluded.black,
                color=excluded.color, status=excluded.status, ganador=excluded.ganador,
                solicitud_blancas=excluded.solicitud_blancas,
                solicitud_negras=excluded.solicitud_negras, next_ply=excluded.next_ply,
-               changed=excluded.changed, synced_at=excluded.synced_at""",
+               changed=excluded.changed, synced_at=excluded.synced_at, removed_at=NULL""",
             (
                 st.game,
                 st.white,
@@ -267,6 +299,14 @@ class Cache:
                 now,
             ),
         )
+
+    def mark_removed(self, gid: str, when: int | None = None) -> bool:
+        """Note that the server no longer has ``gid``; True if that is news."""
+        done = self.db.execute(
+            "UPDATE games SET removed_at=? WHERE id=? AND removed_at IS NULL",
+            (int(time.time()) if when is None else when, gid),
+        )
+        return done.rowcount > 0
 
     def game(self, gid: str) -> CachedGame | None:
         row = self.db.execute("SELECT * FROM games WHERE id=?", (gid,)).fetchone()
@@ -299,6 +339,20 @@ class Cache:
 
     def drop_moves(self, gid: str) -> None:
         self.db.execute("DELETE FROM moves WHERE game=?", (gid,))
+
+    def store_facts(self, gid: str, facts: GameFacts) -> None:
+        """The game's start and end days and end reason, as the server's PGN gave them."""
+        self.db.execute(
+            "INSERT INTO game_facts VALUES (?, ?, ?, ?) ON CONFLICT(game) DO UPDATE SET "
+            "started=excluded.started, ended=excluded.ended, end_reason=excluded.end_reason",
+            (gid, facts.started, facts.ended, facts.end_reason),
+        )
+
+    def facts(self, gid: str) -> GameFacts | None:
+        row = self.db.execute(
+            "SELECT started, ended, end_reason FROM game_facts WHERE game=?", (gid,)
+        ).fetchone()
+        return None if row is None else GameFacts(**dict(row))
 
     # -- ranking -------------------------------------------------------------------
 

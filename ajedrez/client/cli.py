@@ -18,20 +18,24 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import TextIO
 
 import chess
 
+from ajedrez.pgn import game_pgn
+
+from ..codes import Reply
 from .cache import Cache, CachedGame, cache_path
 from .chessboard import (
     MoveInputError,
+    end_reason_guess,
     ending,
     how_it_ended,
     jgda_for,
     move_table,
     parse_move,
-    pgn_text,
     render_board,
     result_tag,
 )
@@ -46,6 +50,7 @@ from .errors import (
     NoChallenge,
     NoSuchGame,
     NoSuchUser,
+    NotEspol,
     NotYourTurn,
     ProtocolError,
     ProtocolFailure,
@@ -57,6 +62,7 @@ from .errors import (
 )
 from .protocol import (
     BLACK,
+    DEFAULT_PORT,
     WHITE,
     WINNER_DRAW,
     WINNER_WHITE,
@@ -66,7 +72,7 @@ from .protocol import (
     color_name,
     game_id,
 )
-from .sync import board_of, record_own_move, sync_all, sync_game
+from .sync import board_of, learn_facts, record_own_move, sync_all, sync_game
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # refused: by the server or by a local check (illegal move, not your turn)
@@ -74,6 +80,7 @@ EXIT_USAGE = 2  # bad options or configuration
 EXIT_UNREACHABLE = 3  # no server, or the connection broke
 EXIT_AUTH = 4  # wrong password, unknown or unapproved user
 EXIT_SERVER = 5  # the server could not do it now (4xx/5xx): try again later
+EXIT_NOT_ESPOL = 6  # the other end is not an ESPOL server (wrong host or port)
 
 
 class CliError(Exception):
@@ -274,13 +281,16 @@ class App:
         )
         print(text, file=stream or self.out)
 
-    def maybe_sync(self, cache: Cache) -> None:
-        """For read commands with --sync: refresh, or go on with the cached data offline."""
+    def maybe_sync(self, cache: Cache, then: Callable[[Client], None] | None = None) -> None:
+        """For read commands with --sync: refresh (and ``then`` on the same connection), or
+        go on with the cached data offline."""
         if not getattr(self.args, "sync", False):
             return
         try:
             with self.session() as client:
                 sync_all(client, cache)
+                if then is not None:
+                    then(client)
         except (Unreachable, ConnectionLost) as e:
             self.warn(f"{e}; showing the cached data")
 
@@ -288,9 +298,15 @@ class App:
 # -- read commands (offline) -----------------------------------------------------------
 
 
+REMOVED_UNSYNCED = "removed from the server before its end was synced"
+REMOVED_NOTE = "removed by the administrator (purged); kept in your local archive"
+
+
 def game_state(g: CachedGame, board: chess.Board) -> tuple[str, str]:
     """(whose turn, status) in words for the games list."""
     st = g.status_record
+    if g.removed and st.active:
+        return "-", REMOVED_UNSYNCED
     if not st.active:
         if g.ganador == WINNER_DRAW:
             short = "drawn"
@@ -298,7 +314,8 @@ def game_state(g: CachedGame, board: chess.Board) -> tuple[str, str]:
             short = "won"
         else:
             short = "lost"
-        return "-", f"{short}: {how_it_ended(board, st)}"
+        removed = " (removed from the server)" if g.removed else ""
+        return "-", f"{short}: {how_it_ended(board, st)}{removed}"
     turn = "you" if st.turn == g.color else g.opponent
     offer = st.draw_offered_by
     if offer is None:
@@ -370,6 +387,13 @@ def cached_game(app: App, cache: Cache, text: str) -> CachedGame:
     return g
 
 
+def data_time(cache: Cache, g: CachedGame) -> int:
+    """When the local copy of ``g`` was last known to match the server: its own last STAT,
+    or a later successful sync, which fetches every game that changed since the one before
+    (so a game it did not fetch was still the same)."""
+    return max(g.synced_at, cache.last_sync or 0)
+
+
 def status_line(cache: Cache, g: CachedGame, board: chess.Board) -> str:
     st = g.status_record
     parts = [f"{g.me} ({color_name(g.color)})", f"move {board.fullmove_number}"]
@@ -385,6 +409,8 @@ def status_line(cache: Cache, g: CachedGame, board: chess.Board) -> str:
         parts.append(f"{g.opponent} moved {ago(at)}" if at else f"{g.opponent} moved earlier")
     if not st.active:
         parts.append("finished: " + (ending(board, st) or ""))
+    if g.removed:
+        parts.append(REMOVED_UNSYNCED if st.active else "removed from the server")
     return " | ".join(parts)
 
 
@@ -422,7 +448,7 @@ def cmd_show(app: App) -> int:
             app.say(move_table([(m.jugada, m.san) for m in moves]))
         app.say()
         app.say(status_line(cache, g, board))
-        app.age_line(g.synced_at)
+        app.age_line(data_time(cache, g))
     return EXIT_OK
 
 
@@ -432,7 +458,9 @@ def cmd_status(app: App) -> int:
         g = cached_game(app, cache, app.args.game)
         board = board_of(cache, g.id)
         st = g.status_record
-        if st.active:
+        if g.removed and st.active:
+            state = REMOVED_UNSYNCED
+        elif st.active:
             state = "active, " + ("your turn" if st.turn == g.color else f"{g.opponent} to move")
         else:
             state = "finished: " + (ending(board, st) or "")
@@ -453,6 +481,7 @@ def cmd_status(app: App) -> int:
             ("Next ply", f"{g.next_ply} (move {board.fullmove_number})"),
             ("Draw offer", draw),
             ("Result", result_tag(not st.active, g.ganador)),
+            *([("Server", REMOVED_NOTE)] if g.removed else []),
             (
                 "Last change",
                 f"{ago(g.changed)} ({time.strftime('%Y-%m-%d %H:%M', time.localtime(g.changed))})",
@@ -460,7 +489,7 @@ def cmd_status(app: App) -> int:
         ]
         for label, value in rows:
             app.say(f"{label + ':':<12} {value}")
-        app.age_line(g.synced_at)
+        app.age_line(data_time(cache, g))
     return EXIT_OK
 
 
@@ -478,7 +507,7 @@ def cmd_challenges(app: App) -> int:
         else:
             app.say("No challenges to you.")
         if sent:
-            app.say("Challenges you sent from this machine:")
+            app.say("Challenges you sent:")
             for name in sent:
                 app.say(f"  {name}")
         app.age_line(cache.last_sync)
@@ -527,29 +556,53 @@ def cmd_export(app: App) -> int:
             text = client.pgnx(gid)
     else:
         with app.open_cache(create=app.args.sync) as cache:
-            app.maybe_sync(cache)
+
+            def complete(client: Client) -> None:
+                # The server's dates, for a game whose local copy lacks them (and only then).
+                g = cache.game(app.resolve_game(cache, app.args.game))
+                if g is not None:
+                    learn_facts(client, cache, g.status_record)
+
+            app.maybe_sync(cache, then=complete)
             g = cached_game(app, cache, app.args.game)
-            moves = cache.moves(g.id)
-            board = board_of(cache, g.id)
-            finished = g.status != 0
-            headers = {
-                "Event": "Ajedrez correspondence game",
-                "Site": f"Ajedrez ESPOL 2.0 server {app.settings.server}",
-                "Date": "????.??.??",
-                "Round": "-",
-                "White": g.white,
-                "Black": g.black,
-                "Result": result_tag(finished, g.ganador),
-                "GameId": g.id,
-            }
-            comment = ending(board, g.status_record)
-            text = pgn_text([(m.jugada, m.promocion) for m in moves], headers, comment)
-            app.age_line(g.synced_at, stream=app.err)
+            text = local_pgn(cache, g)
+            app.age_line(data_time(cache, g), stream=app.err)
     if app.args.output:
         Path(app.args.output).write_text(text, encoding="utf-8")
     else:
         app.out.write(text)
     return EXIT_OK
+
+
+def local_pgn(cache: Cache, g: CachedGame) -> str:
+    """The game as the server's PGNX writes it (the same writer), from the local data.
+
+    The start and end days and the end reason come from the server's PGN, which sync
+    fetches once for a new game and once when it ends; a game without them gets what the
+    local copy can tell: an unknown start, its last change as the end, the reason the
+    final position and solicitudes show.
+    """
+    board = board_of(cache, g.id)
+    st = g.status_record
+    facts = cache.facts(g.id)
+    started = facts.started if facts else None
+    ended = end_reason = None
+    if not st.active:
+        if facts is not None and facts.ended is not None:
+            ended, end_reason = facts.ended, facts.end_reason
+        else:
+            ended, end_reason = g.changed, end_reason_guess(board, st)
+    return game_pgn(
+        white=g.white,
+        black=g.black,
+        game_id=g.id,
+        started=started,
+        ended=ended,
+        status=g.status,
+        winner=g.ganador,
+        end_reason=end_reason,
+        moves=board.move_stack,
+    )
 
 
 def cmd_config(app: App) -> int:
@@ -595,6 +648,14 @@ def cmd_sync(app: App) -> int:
         if received:
             shown = ", ".join(f"{n} (new)" if n in new else n for n in received)
             app.say(f"Challenges to you: {shown}.")
+        if report.closed_challenges:
+            closed = ", ".join(report.closed_challenges)
+            app.say(f"Challenges closed without a game (declined or withdrawn): {closed}.")
+        if report.games_removed:
+            app.say(
+                f"Removed from the server by its administrator: {', '.join(report.games_removed)}"
+                " (kept here: `ajedrez show` and `ajedrez export` still work)."
+            )
         n = report.total_new_moves
         per_game = ", ".join(f"{gid}: {k}" for gid, k in report.new_moves.items())
         app.say(
@@ -707,7 +768,17 @@ def fresh_game(app: App, client: Client, cache: Cache, gid: str) -> GameStatus:
     try:
         return sync_game(client, cache, gid).status
     except NoSuchGame as e:
-        raise CliError(f"{gid}: {e.reason} ({e.code} {e.name})") from None
+        held = cache.game(gid)
+        if held is not None and e.code == Reply.F_NOGAME:
+            with cache.transaction():
+                cache.mark_removed(gid)
+            raise CliError(f"{gid} was removed from the server by its administrator") from None
+        raise CliError(f"{naming(gid, e.reason)} ({e.code} {e.name})") from None
+
+
+def naming(gid: str, reason: str) -> str:
+    """The server's reason, prefixed with the game id unless it names it already."""
+    return reason if gid in reason else f"{gid}: {reason}"
 
 
 def finished_message(cache: Cache, st: GameStatus) -> str:
@@ -715,9 +786,18 @@ def finished_message(cache: Cache, st: GameStatus) -> str:
     return f"{st.game} is over: {ending(board, st)}"
 
 
+def refuse_if_over(cache: Cache, gid: str) -> None:
+    """A game the local copy knows has ended stays ended (a game id is never given
+    twice): say so without asking the server, which also works offline."""
+    g = cache.game(gid)
+    if g is not None and not g.status_record.active:
+        raise CliError(finished_message(cache, g.status_record))
+
+
 def cmd_move(app: App) -> int:
     with app.open_cache(create=True) as cache:
         gid = app.resolve_game(cache, app.args.game)
+        refuse_if_over(cache, gid)
         with app.session() as client:
             st = fresh_game(app, client, cache, gid)
             if not st.active:
@@ -749,8 +829,8 @@ def cmd_move(app: App) -> int:
             except StalePly as e:
                 fresh_game(app, client, cache, gid)
                 raise CliError(
-                    f"{gid} changed meanwhile ({e.reason}): look with `ajedrez show {gid}` "
-                    "and play again"
+                    f"{naming(gid, e.reason)}: the game changed meanwhile; look with "
+                    f"`ajedrez show {gid}` and play again"
                 ) from None
             record_own_move(
                 cache, gid, MoveRecord(j.ply, j.jugada, 0, j.posicion, j.promocion), j.san
@@ -788,6 +868,7 @@ def _send_move(
 def cmd_draw(app: App) -> int:
     with app.open_cache(create=True) as cache:
         gid = app.resolve_game(cache, app.args.game)
+        refuse_if_over(cache, gid)
         with app.session() as client:
             st = fresh_game(app, client, cache, gid)
             if not st.active:
@@ -802,7 +883,7 @@ def cmd_draw(app: App) -> int:
                 accept = app.args.action == "accept"
                 client.rtbl(gid, accept, opp)
                 msg = (
-                    f"Draw agreed in {gid}: the game is over, ½-½."
+                    f"Draw agreed in {gid}: the game is over, 1/2-1/2."
                     if accept
                     else f"Draw offer declined in {gid}; play goes on."
                 )
@@ -814,6 +895,7 @@ def cmd_draw(app: App) -> int:
 def cmd_resign(app: App) -> int:
     with app.open_cache(create=True) as cache:
         gid = app.resolve_game(cache, app.args.game)
+        refuse_if_over(cache, gid)
         if not app.args.yes and app.stdin.isatty():
             answer = input(f"Resign {gid}? [y/N] ")
             if answer.strip().lower() not in ("y", "yes", "s", "si", "sí"):
@@ -831,6 +913,7 @@ def cmd_resign(app: App) -> int:
 def cmd_claim(app: App) -> int:
     with app.open_cache(create=True) as cache:
         gid = app.resolve_game(cache, app.args.game)
+        refuse_if_over(cache, gid)
         with app.session() as client:
             st = fresh_game(app, client, cache, gid)
             if not st.active:
@@ -912,6 +995,14 @@ def _global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
     )
 
 
+def package_version() -> str:
+    try:
+        return metadata.version("ajedrez")
+    except metadata.PackageNotFoundError:
+        # Run from a source tree that was never installed: there is no metadata to read.
+        return "(version unknown: not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ajedrez",
@@ -919,6 +1010,12 @@ def build_parser() -> argparse.ArgumentParser:
         "works offline, syncs with an Ajedrez (ESPOL 2.0) server.",
         epilog="Password: prompt, --password-stdin, or AJEDREZ_PASSWORD; never stored. "
         "See docs/client.md.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"ajedrez {package_version()}",
+        help="print the version and exit",
     )
     _global_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -1038,6 +1135,12 @@ def _describe(e: ClientError, app: App) -> CliError:
         return CliError(f"{e.reason} ({e.code} {e.name})")
     if isinstance(e, ReplyError | ProtocolFailure):
         return CliError(f"{e.reason} ({e.code} {e.name})")
+    if isinstance(e, NotEspol):
+        return CliError(
+            f"{e}; is --server the address of an Ajedrez server? Its default port is "
+            f"{DEFAULT_PORT}.",
+            EXIT_NOT_ESPOL,
+        )
     if isinstance(e, ProtocolError):
         return CliError(f"the server's reply made no sense: {e}", EXIT_SERVER)
     return CliError(str(e))

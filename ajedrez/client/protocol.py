@@ -27,6 +27,7 @@ from typing import Generic, NamedTuple, TypeVar
 from .errors import (
     ConnectionLost,
     NoMoreMoves,
+    NotEspol,
     ProtocolError,
     Unreachable,
     reply_error,
@@ -153,6 +154,18 @@ class RankEntry:
     wins: int
 
 
+REMOVED_GAME = "P"  # BAJA: the administrator purged this game
+REMOVED_CHALLENGE = "R"  # BAJA: the challenge with this user closed without a game
+
+
+@dataclass(frozen=True)
+class Removal:
+    """One BAJA record: ``kind`` P with a game id, or R with the other user's name."""
+
+    kind: str
+    subject: str
+
+
 @dataclass(frozen=True)
 class Response:
     """Every part of one answer: the code and each part's data, in order."""
@@ -173,7 +186,7 @@ class Response:
         return out
 
     def dated_records(self) -> Changes[str]:
-        """TRAN, JAUT, PPEN: every part is ``<fecha>,rec,rec...``; S_NODATA is ``<fecha>``."""
+        """TRAN, JAUT, PPEN, BAJA: every part is ``<fecha>,rec,rec...``; S_NODATA is ``<fecha>``."""
         fecha: int | None = None
         out: list[str] = []
         for part in self.parts:
@@ -246,6 +259,30 @@ def parse_move_record(record: str) -> MoveRecord:
     return MoveRecord(_int(f[0], "ply"), f[1], _int(f[2], "reverso"), f[3], _int(f[4], "promocion"))
 
 
+@dataclass(frozen=True)
+class OpenChallenge:
+    """One SOLI record: ``received`` (R) from ``user``, or made (E) to ``user``."""
+
+    user: str
+    received: bool
+
+
+def parse_open_challenge(record: str) -> OpenChallenge:
+    way, sep, user = record.partition(":")
+    if not sep or way not in ("E", "R") or not user:
+        raise ProtocolError(f"malformed SOLI record {record!r}")
+    return OpenChallenge(user, way == "R")
+
+
+def parse_removal(record: str) -> Removal:
+    kind, sep, subject = record.partition(":")
+    if not sep or kind not in (REMOVED_GAME, REMOVED_CHALLENGE) or not subject:
+        raise ProtocolError(f"malformed BAJA record {record!r}")
+    if kind == REMOVED_GAME and not _PARTIDA.fullmatch(subject):
+        raise ProtocolError(f"malformed BAJA record {record!r}")
+    return Removal(kind, subject)
+
+
 def parse_rank_entry(record: str) -> RankEntry:
     user, sep, wins = record.rpartition(":")
     if not sep:
@@ -282,6 +319,7 @@ class Client:
         self.plies_fetched = 0
         self._trace = trace
         self._buf = bytearray()
+        self._answered = False  # a well-formed reply came: the other end speaks ESPOL
         self._timeout = timeout
         try:
             self._sock: socket.socket | None = socket.create_connection(
@@ -359,16 +397,22 @@ class Client:
         return out
 
     def _read_part(self) -> tuple[int, bool, str]:
-        code_b, flag, length = HEADER.unpack(self._read_exact(HEADER.size))
+        head = self._read_exact(HEADER.size)
+        code_b, flag, length = HEADER.unpack(head)
         if not code_b.isdigit() or flag not in (b"0", b"1") or length > MAX_DATA:
             self.close()
+            if not self._answered:
+                raise NotEspol(self.host, self.port, head)
             raise ProtocolError(f"malformed reply header {code_b!r} {flag!r} {length}")
         data = self._read_exact(length)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             self.close()
+            if not self._answered:
+                raise NotEspol(self.host, self.port, head) from None
             raise ProtocolError("reply data is not UTF-8") from None
+        self._answered = True
         return int(code_b), flag == b"1", text
 
     def read_response(self) -> Response:
@@ -473,6 +517,15 @@ class Client:
     def ppen(self, fecha: int = 0) -> Changes[GameSummary]:
         fecha2, records = self.request("PPEN", format_fecha(fecha)).dated_records()
         return Changes(fecha2, [parse_game_summary(r) for r in records])
+
+    def baja(self, fecha: int = 0) -> Changes[Removal]:
+        """What went away since ``fecha``: purged games, challenges closed without a game."""
+        fecha2, records = self.request("BAJA", format_fecha(fecha)).dated_records()
+        return Changes(fecha2, [parse_removal(r) for r in records])
+
+    def soli(self) -> list[OpenChallenge]:
+        """Every open challenge, made and received: the whole present state."""
+        return [parse_open_challenge(r) for r in self.request("SOLI").records()]
 
     def stat(self, game: str) -> GameStatus:
         return parse_game_status(self.request("STAT", game_id(game)).text)

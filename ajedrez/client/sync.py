@@ -1,11 +1,15 @@
 """Bring the local cache up to date, the seed's way (sections 4.3.2 and 4.4).
 
-1. ``JAUT:<fecha>``, ``TRAN:<fecha>`` and ``PPEN:<fecha>`` with the fecha the server
-   answered last time (``0`` on a fresh machine: everything), storing the new fecha each
-   answers. The server promises that sending back the last fecha never misses a change;
-   a record may come twice, which is harmless here.
+1. ``JAUT:<fecha>``, ``BAJA:<fecha>``, ``TRAN:<fecha>`` and ``PPEN:<fecha>`` with the
+   fecha the server answered last time (``0`` on a fresh machine: everything), storing the
+   new fecha each answers. The server promises that sending back the last fecha never
+   misses a change; a record may come twice, which is harmless here. BAJA comes before
+   TRAN and PPEN, which report only what exists: a purged game is marked removed (and
+   kept, in the player's archive); ``SOLI`` then gives the whole list of open challenges,
+   so one declined or withdrawn leaves the local list.
 2. For every game PPEN reports: ``STAT``, then, when the server's next ply is ahead of the
    cache, ``SPAR`` from the last ply held locally, so only the missing plies travel.
+   A full sync (PPEN:0) also marks removed the local games the server no longer lists.
 3. ``SRNK`` for the cached ranking.
 """
 
@@ -16,10 +20,12 @@ from dataclasses import dataclass, field
 
 import chess
 
+from ajedrez.pgn import GameFacts, read_facts
+
 from .cache import Cache
 from .chessboard import board_from, to_move
-from .errors import ProtocolError
-from .protocol import Client, GameStatus, MoveRecord
+from .errors import ProtocolError, ReplyError
+from .protocol import REMOVED_GAME, Client, GameStatus, MoveRecord
 
 
 @dataclass
@@ -28,6 +34,8 @@ class SyncReport:
     players: int = 0
     new_players: int = 0
     new_challenges: list[str] = field(default_factory=list)
+    closed_challenges: list[str] = field(default_factory=list)  # declined or withdrawn
+    games_removed: list[str] = field(default_factory=list)  # purged on the server
     games_changed: list[str] = field(default_factory=list)
     new_moves: dict[str, int] = field(default_factory=dict)
     spar_requests: int = 0
@@ -81,9 +89,29 @@ def sync_game(client: Client, cache: Cache, gid: str) -> GameSync:
             cache.add_moves(gid, rows)
         new_total += len(rows)
         if not records or records[-1].ply <= server_last:
-            return GameSync(st, new_total, spar_requests)
+            break
         # A move arrived between STAT and SPAR: STAT again so status and moves agree.
+    learn_facts(client, cache, st)
     return GameSync(st, new_total, spar_requests)
+
+
+def learn_facts(client: Client, cache: Cache, st: GameStatus) -> None:
+    """The start and end days and the end reason, which STAT does not carry, from the
+    server's PGN (PGNX): once when the game is new here, once more when it has ended,
+    so that `ajedrez export` writes the server's text."""
+    known = cache.facts(st.game)
+    if known is not None and (st.active or known.ended is not None):
+        return
+    try:
+        facts = read_facts(client.pgnx(st.game))
+    except ReplyError:
+        # Without them the export falls back on what the local data can tell.
+        return
+    if st.active:
+        # The game may have ended after the STAT: its end waits for the STAT that says so.
+        facts = GameFacts(facts.started, None, None)
+    with cache.transaction():
+        cache.store_facts(st.game, facts)
 
 
 def record_own_move(cache: Cache, gid: str, rec: MoveRecord, san: str) -> None:
@@ -100,15 +128,43 @@ def sync_all(client: Client, cache: Cache, *, full: bool = False) -> SyncReport:
         report.new_players = cache.add_players(names, replace=since == 0)
         cache.set_fecha("JAUT", fecha)
 
+    since = 0 if full else cache.fecha("BAJA")
+    fecha, removals = client.baja(since)
+    with cache.transaction():
+        for removal in removals:
+            if removal.kind == REMOVED_GAME:
+                if cache.mark_removed(removal.subject):
+                    report.games_removed.append(removal.subject)
+            else:
+                report.closed_challenges.append(removal.subject)
+        cache.set_fecha("BAJA", fecha)
+
     since = 0 if full else cache.fecha("TRAN")
     fecha, challengers = client.tran(since)
+    challenges = client.soli()
     with cache.transaction():
-        report.new_challenges = cache.add_challenges(challengers, "in", replace=since == 0)
+        held = {name for name, way in cache.challenges() if way == "in"}
+        received = [c.user for c in challenges if c.received]
+        cache.replace_challenges(received, [c.user for c in challenges if not c.received])
+        report.new_challenges = [n for n in dict.fromkeys(challengers) if n not in held]
         cache.set_fecha("TRAN", fecha)
+    still_open = {c.user for c in challenges}
+    report.closed_challenges = [
+        n for n in dict.fromkeys(report.closed_challenges) if n not in still_open
+    ]
 
     since = 0 if full else cache.fecha("PPEN")
     fecha, summaries = client.ppen(since)
+    if since == 0:
+        listed = {s.game for s in summaries}
+        with cache.transaction():
+            for g in cache.games():
+                if g.id not in listed and cache.mark_removed(g.id):
+                    report.games_removed.append(g.id)
     for summary in summaries:
+        if full:  # fetched again whole; only games the server no longer has are kept as held
+            with cache.transaction():
+                cache.drop_moves(summary.game)
         result = sync_game(client, cache, summary.game)
         report.games_changed.append(summary.game)
         report.spar_requests += result.spar_requests
