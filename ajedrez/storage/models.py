@@ -55,6 +55,10 @@ class User(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(32), unique=True)
+    # The name in lower case: no two accounts whose names differ only in case. NULL only
+    # for an account that clashed with an older one when this rule came (it keeps
+    # working; the administrator is told).
+    name_key: Mapped[str | None] = mapped_column(String(32), nullable=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     comment: Mapped[str] = mapped_column(String(200), default="")
     active: Mapped[bool] = mapped_column(Boolean, default=True)
@@ -62,7 +66,10 @@ class User(Base):
     changed_at: Mapped[int] = mapped_column(BigInteger, index=True)
     wins: Mapped[int] = mapped_column(Integer, default=0)
 
-    __table_args__ = (Index("ix_users_wins_name", "wins", "name"),)
+    __table_args__ = (
+        Index("ix_users_wins_name", "wins", "name"),
+        Index("uq_users_name_key", "name_key", unique=True),
+    )
 
 
 class Subscription(Base):
@@ -72,9 +79,17 @@ class Subscription(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(32), unique=True)
+    name_key: Mapped[str | None] = mapped_column(String(32), nullable=True)  # as in users
     password_hash: Mapped[str] = mapped_column(String(255))
     comment: Mapped[str] = mapped_column(String(200), default="")
     requested_at: Mapped[int] = mapped_column(BigInteger)
+    # The client address the request came from, so pending requests are capped per address.
+    requested_from: Mapped[str] = mapped_column(String(64), default="", server_default="")
+
+    __table_args__ = (
+        Index("uq_subscriptions_name_key", "name_key", unique=True),
+        Index("ix_subscriptions_requested_from", "requested_from"),
+    )
 
 
 class GameRequest(Base):
