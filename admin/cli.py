@@ -1,29 +1,51 @@
 """``ajedrez-admin``: AdmChess, the administrator's command (seed 5.2, contract section 5).
 
 Every failure is one line on stderr and a non-zero exit status: 1 for a refused action
-(unknown user, duplicate name, no such request), 2 for bad usage, 3 when the database
-cannot be used. ``--debug`` adds the traceback.
+(unknown user, duplicate name, no such request, a confirmation not given), 2 for bad
+usage, 3 when the database cannot be used. ``--debug`` adds the traceback.
+
+Changes are confirmed on a terminal (``--yes`` skips the question); with standard input
+not a terminal, as in scripts, they proceed without one. Every change is recorded in the
+audit trail with the operating-system user who ran it (``ajedrez-admin audit``).
 """
 
 from __future__ import annotations
 
 import argparse
+import getpass
+import os
+import re
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
+from importlib import metadata
 from typing import NoReturn
 
+from sqlalchemy.engine import URL
+
+import ajedrez
 from ajedrez import values
 from ajedrez.errors import Failure, StorageError
-from ajedrez.service import Accounts, Games
-from ajedrez.storage.db import Database, redact, resolve_url
+from ajedrez.service import Accounts, Games, audit
+from ajedrez.service.games import GameListing
+from ajedrez.storage.db import BadURL, Database, parse_url, redact, resolve_url, sqlite_file
 from ajedrez.storage.migrate import is_current, upgrade
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_DATABASE = 3
 WINNERS = {0: "*", 1: "1-0", 2: "0-1", 3: "1/2-1/2"}
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"([0-9]{1,6})([smhd])")
+# As the client accepts them: P0000012, p12 or 12.
+_GAME_ID = re.compile(r"[Pp]?([0-9]{1,7})")
+PURGE_DESCRIPTION = (
+    "Remove finished games and their moves; nothing else (accounts, active games and "
+    "challenges stay). On a terminal it says how many games it will remove and asks first "
+    "(--yes: do not ask); with standard input not a terminal it proceeds without asking."
+)
 
 
 class AdminError(Exception):
@@ -41,33 +63,40 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ajedrez-admin", description="AdmChess: administer Ajedrez.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     p.add_argument("--database-url", help="SQLAlchemy URL (default as for ajedrez-server)")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     top = p.add_subparsers(
-        dest="area", required=True, metavar="{db,users,subs,games}", parser_class=_Parser
+        dest="area", required=True, metavar="{db,users,subs,games,audit}", parser_class=_Parser
     )
 
     db = top.add_parser("db", help="the database schema").add_subparsers(
         dest="action", required=True
     )
-    db.add_parser("upgrade", help="bring the schema to the newest migration")
+    up = db.add_parser("upgrade", help="bring the schema to the newest migration")
+    up.add_argument(
+        "--create",
+        action="store_true",
+        help="create the SQLite file (and its directories) if there is none",
+    )
+    up.set_defaults(created=None)
 
+    password_help = (
+        "read the password from the first line of standard input (what happens anyway "
+        "when standard input is not a terminal; on a terminal it is asked for twice)"
+    )
     users = top.add_parser("users", help="accounts").add_subparsers(dest="action", required=True)
     add = users.add_parser("add", help="create an active account")
     add.add_argument("name")
-    add.add_argument(
-        "--password-stdin",
-        action="store_true",
-        required=True,
-        help="read the password from the first line of standard input",
-    )
+    add.add_argument("--password-stdin", action="store_true", help=password_help)
     add.add_argument("--comment", default="", help="full name or other note")
     users.add_parser("list", help="all accounts")
     remove = users.add_parser("remove", help="close an account (as its UNSU would)")
     remove.add_argument("name")
+    remove.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     passwd = users.add_parser("passwd", help="set an account's password")
     passwd.add_argument("name")
-    passwd.add_argument("--password-stdin", action="store_true", required=True)
+    passwd.add_argument("--password-stdin", action="store_true", help=password_help)
 
     subs = top.add_parser("subs", help="subscription requests").add_subparsers(
         dest="action", required=True
@@ -78,21 +107,61 @@ def build_parser() -> argparse.ArgumentParser:
 
     games = top.add_parser("games", help="games").add_subparsers(dest="action", required=True)
     games.add_parser("list", help="all games")
-    games.add_parser("purge", help="remove finished games and their moves")
+    purge = games.add_parser(
+        "purge", help="remove finished games and their moves", description=PURGE_DESCRIPTION
+    )
+    purge.add_argument(
+        "--older-than",
+        metavar="DURATION",
+        type=_duration,
+        help="only games finished more than DURATION ago: a number and s, m, h or d "
+        "(30d, 12h, 90m)",
+    )
+    purge.add_argument(
+        "--dry-run", action="store_true", help="list the games it would remove; remove nothing"
+    )
+    purge.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     export = games.add_parser("export", help="print a game as PGN")
-    export.add_argument("game", help="game id, e.g. P0000001")
+    export.add_argument("game", help="game id: P0000001, or just 1")
+
+    trail = top.add_parser("audit", help="changes made with ajedrez-admin, newest last")
+    trail.add_argument("--limit", metavar="N", type=_positive, help="only the newest N")
+    trail.set_defaults(action="list")
     return p
+
+
+def _version() -> str:
+    try:
+        return metadata.version("ajedrez")
+    except metadata.PackageNotFoundError:  # run from a source tree never installed
+        return ajedrez.__version__
+
+
+def _duration(text: str) -> int:
+    """``30d``, ``12h``, ``90m``, ``45s``: seconds."""
+    m = _DURATION.fullmatch(text)
+    if m is None:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration '{values.shown(text)}': a number and s, m, h or d, like 30d"
+        )
+    return int(m.group(1)) * DURATION_UNITS[m.group(2)]
+
+
+def _positive(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"not a positive number: '{values.shown(text)}'")
+    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        url = parse_url(resolve_url(args.database_url), _url_source(args.database_url))
         handler = COMMANDS[(args.area, args.action)]
-        upgrading = (args.area, args.action) == ("db", "upgrade")
-        db = Database(resolve_url(args.database_url), pool_size=2, create=upgrading)
+        db = _open(url, args)
         try:
-            if not upgrading and not is_current(db):
+            if (args.area, args.action) != ("db", "upgrade") and not is_current(db):
                 raise AdminError(
                     "the database schema is not up to date: run 'ajedrez-admin db upgrade'",
                     EXIT_DATABASE,
@@ -104,9 +173,13 @@ def main(argv: list[str] | None = None) -> int:
         return _error(args, str(e), e.status)
     except Failure as e:
         return _error(args, e.reason, EXIT_REFUSED)
+    except BadURL as e:
+        return _error(args, str(e), EXIT_DATABASE)
     except StorageError as e:
-        hint = "" if "file" not in str(e) else " (start the server or run 'db upgrade' first)"
-        return _error(args, f"database error: {e}{hint}", EXIT_DATABASE)
+        return _error(args, f"database error: {e}", EXIT_DATABASE)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)  # ends a prompt's line
+        return _error(args, "interrupted", EXIT_REFUSED)
     except Exception as e:
         url = redact(resolve_url(args.database_url))
         return _error(args, f"cannot use the database {url}: {_one_line(e)}", EXIT_DATABASE)
@@ -125,10 +198,87 @@ def _one_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def _read_password() -> str:
-    line = sys.stdin.readline()
-    password = line.rstrip("\r\n")
+def _url_source(cli_value: str | None) -> str:
+    """Where the database URL came from, as ``resolve_url`` chose it."""
+    if cli_value:
+        return "from --database-url"
+    if os.environ.get("AJEDREZ_DATABASE_URL"):
+        return "from AJEDREZ_DATABASE_URL"
+    return "the default"
+
+
+def _open(url: URL, args: argparse.Namespace) -> Database:
+    """The database. A missing SQLite file is most often a mistyped path, so only ``db
+    upgrade`` creates one, and only with ``--create`` or the operator's yes on a terminal."""
+    path = sqlite_file(url)
+    if path is None or path.exists():
+        return Database(url, pool_size=2, create=False)
+    missing = f"no database file at {path} ({_url_source(args.database_url)})"
+    if (args.area, args.action) != ("db", "upgrade"):
+        raise AdminError(
+            f"{missing}: check the URL, or create a database with "
+            "'ajedrez-admin db upgrade --create'",
+            EXIT_DATABASE,
+        )
+    if not args.create:
+        if not sys.stdin.isatty():
+            raise AdminError(f"{missing}: add --create to create a new database", EXIT_DATABASE)
+        if not path.parent.is_dir():
+            raise AdminError(
+                f"{missing}, nor a directory {path.parent}: check the URL, or add --create "
+                "to create both",
+                EXIT_DATABASE,
+            )
+        _confirm(f"{missing}. Create a new, empty database there?")
+    args.created = path
+    return Database(url, pool_size=2, create=True)
+
+
+def _asks(args: argparse.Namespace) -> bool:
+    """Should a change be confirmed first? On a terminal, unless ``--yes``; scripts (no
+    terminal) go on without a question, as they always have."""
+    return not args.yes and sys.stdin.isatty()
+
+
+def _confirm(question: str) -> None:
+    """Ask on the terminal; any answer but yes refuses, before anything has changed."""
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline()
+    if not answer.endswith("\n"):
+        print(file=sys.stderr)  # end of input: the error must not share the prompt's line
+    if answer.strip().lower() not in ("y", "yes"):
+        raise AdminError("not confirmed: nothing changed", EXIT_REFUSED)
+
+
+def _actor() -> str:
+    """Who runs this command, for the audit trail: the operating-system user."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # a uid without a name (some containers)
+        return f"uid {os.getuid()}"
+
+
+def _read_password(name: str) -> str:
+    """On a terminal, asked for twice without echo; otherwise the first line of stdin."""
+    if not sys.stdin.isatty():
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = _ask_secret(f"new password for {name}: ")
+        if password:
+            _checked(values.password, password)
+            if _ask_secret("the same password again: ") != password:
+                raise AdminError("the two passwords differ: nothing changed", EXIT_USAGE)
+    if not password:
+        raise AdminError("no password given", EXIT_USAGE)
     return _checked(values.password, password)
+
+
+def _ask_secret(prompt: str) -> str:
+    try:
+        return getpass.getpass(prompt)
+    except EOFError:
+        print(file=sys.stderr)  # end of input: the error must not share the prompt's line
+        return ""
 
 
 def _checked(parse: Callable[[str], object], value: str) -> str:
@@ -143,18 +293,29 @@ def _date(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M")
 
 
+def _count(n: int, thing: str) -> str:
+    """``no games``, ``1 game``, ``2 games``."""
+    return f"{n or 'no'} {thing}{'' if n == 1 else 's'}"
+
+
+def _game_list(ids: list[int]) -> str:
+    return ", ".join(values.format_partida(i) for i in ids)
+
+
 # -- actions -------------------------------------------------------------------------
 
 
-def db_upgrade(db: Database, _args: argparse.Namespace) -> None:
+def db_upgrade(db: Database, args: argparse.Namespace) -> None:
     upgrade(db)
+    if args.created is not None:
+        print(f"new database created at {args.created}")
     print("database schema is up to date")
 
 
 def users_add(db: Database, args: argparse.Namespace) -> None:
     name = _checked(values.usuario, args.name)
     comment = _checked(values.comentario, args.comment)
-    Accounts(db).add_user(name, _read_password(), comment)
+    Accounts(db).add_user(name, _read_password(name), comment, by=_actor())
     print(f"user {name} added")
 
 
@@ -167,37 +328,55 @@ def users_list(db: Database, _args: argparse.Namespace) -> None:
 
 
 def users_remove(db: Database, args: argparse.Namespace) -> None:
-    Accounts(db).remove_user(_checked(values.usuario, args.name))
-    print(f"user {args.name} removed; active games forfeited")
+    name = _checked(values.usuario, args.name)
+    accounts = Accounts(db)
+    if _asks(args):
+        accounts.check_active(name)  # refused before the question, not after it
+        _confirm(f"close the account of {name}? Its active games are lost, as on resigning.")
+    forfeited = accounts.remove_user(name, by=_actor())
+    if forfeited:
+        lost = f"{_count(len(forfeited), 'active game')} forfeited: {_game_list(forfeited)}"
+    else:
+        lost = "no active games"
+    print(f"user {name} removed; {lost}")
 
 
 def users_passwd(db: Database, args: argparse.Namespace) -> None:
-    Accounts(db).set_password(_checked(values.usuario, args.name), _read_password())
-    print(f"password of {args.name} changed")
+    name = _checked(values.usuario, args.name)
+    Accounts(db).set_password(name, _read_password(name), by=_actor())
+    print(f"password of {name} changed")
 
 
 def subs_list(db: Database, _args: argparse.Namespace) -> None:
+    pending = Accounts(db).list_subscriptions()
+    if not pending:
+        print("no pending subscriptions")
+        return
     print(f"{'NAME':<32}  {'REQUESTED':<16}  COMMENT")
-    for s in Accounts(db).list_subscriptions():
+    for s in pending:
         print(f"{s.name:<32}  {_date(s.requested_at):<16}  {s.comment}")
 
 
 def subs_approve(db: Database, args: argparse.Namespace) -> None:
-    Accounts(db).approve(_checked(values.usuario, args.name))
+    Accounts(db).approve(_checked(values.usuario, args.name), by=_actor())
     print(f"subscription of {args.name} approved")
 
 
 def subs_reject(db: Database, args: argparse.Namespace) -> None:
-    Accounts(db).reject(_checked(values.usuario, args.name))
+    Accounts(db).reject(_checked(values.usuario, args.name), by=_actor())
     print(f"subscription of {args.name} rejected")
 
 
 def games_list(db: Database, _args: argparse.Namespace) -> None:
+    _print_games(Games(db).list_all())
+
+
+def _print_games(rows: list[GameListing]) -> None:
     print(
         f"{'GAME':<8}  {'WHITE':<16}  {'BLACK':<16}  {'STATUS':<8}  {'RESULT':<7}  "
         f"{'PLIES':>5}  {'LAST CHANGE':<16}  END"
     )
-    for g in Games(db).list_all():
+    for g in rows:
         status = "active" if g.status == 0 else "finished"
         result = WINNERS[g.winner] if g.status else "*"
         print(
@@ -207,17 +386,48 @@ def games_list(db: Database, _args: argparse.Namespace) -> None:
         )
 
 
-def games_purge(db: Database, _args: argparse.Namespace) -> None:
-    count = len(Games(db).purge_finished())
-    print(f"{count} finished game(s) removed")
+def games_purge(db: Database, args: argparse.Namespace) -> None:
+    games = Games(db)
+    asks = _asks(args) and not args.dry_run
+    before = None if args.older_than is None else int(time.time()) - args.older_than
+    if asks and before is None:
+        # The question counts the games finished so far; those that finish while the
+        # operator reads it are not part of the answer.
+        before = int(time.time()) + 1
+    cutoff = "" if args.older_than is None else f" (finished before {_date(before or 0)} UTC)"
+    if args.dry_run or asks:
+        ids = games.purge_finished(finished_before=before, dry_run=True)
+        if args.dry_run:
+            print(f"would remove {_count(len(ids), 'finished game')}{cutoff}")
+            if ids:
+                chosen = set(ids)
+                _print_games([g for g in games.list_all() if g.game_id in chosen])
+            return
+        if not ids:
+            print(f"{_count(0, 'finished game')} removed{cutoff}")
+            return
+        _confirm(f"remove {_count(len(ids), 'finished game')}{cutoff} and their moves?")
+    removed = games.purge_finished(finished_before=before, by=_actor())
+    print(f"{_count(len(removed), 'finished game')} removed{cutoff}")
 
 
 def games_export(db: Database, args: argparse.Namespace) -> None:
-    try:
-        game_id = values.partida(args.game)
-    except ValueError as e:
-        raise AdminError(str(e), EXIT_USAGE) from None
-    sys.stdout.write(Games(db).pgn(game_id))
+    m = _GAME_ID.fullmatch(args.game)
+    if m is None:
+        raise AdminError(
+            f"invalid game id '{values.shown(args.game)}': P0000012, or just 12", EXIT_USAGE
+        )
+    sys.stdout.write(Games(db).pgn(int(m.group(1))))
+
+
+def audit_list(db: Database, args: argparse.Namespace) -> None:
+    rows = audit.entries(db, args.limit)
+    if not rows:
+        print("no changes recorded")
+        return
+    print(f"{'WHEN (UTC)':<16}  {'WHO':<16}  {'ACTION':<12}  {'TARGET':<16}  DETAIL")
+    for e in rows:
+        print(f"{_date(e.at):<16}  {e.actor:<16}  {e.action:<12}  {e.target:<16}  {e.detail}")
 
 
 COMMANDS: dict[tuple[str, str], Callable[[Database, argparse.Namespace], None]] = {
@@ -232,6 +442,7 @@ COMMANDS: dict[tuple[str, str], Callable[[Database, argparse.Namespace], None]] 
     ("games", "list"): games_list,
     ("games", "purge"): games_purge,
     ("games", "export"): games_export,
+    ("audit", "list"): audit_list,
 }
 
 

@@ -17,7 +17,7 @@ from .prefork import Listeners, Master, open_listener
 from .reactor import LISTEN_BACKLOG, Reactor, tls_context
 from .service import Accounts, Games
 from .settings import Settings, SettingsError, add_arguments, load
-from .storage.db import Database, redact, resolve_url
+from .storage.db import BadURL, Database, redact, resolve_url
 from .storage.migrate import upgrade
 from .storage.writer_process import WriterClient, open_writer_listener, serve_writes, writer_address
 
@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         db = _database(url, settings)
         log.info("database %s: bringing the schema up to date", redact(url))
         upgrade(db)
+    except BadURL as e:  # says what the URL is, and a URL that does not parse has no parts
+        log.error("cannot open the database: %s", e)
+        return 1
     except Exception as e:  # one line for the operator, whatever the driver raised
         log.error("cannot open the database %s: %s", redact(url), _one_line(e))
         return 1

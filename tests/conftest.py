@@ -222,11 +222,13 @@ def login(server: ServerProcess) -> Iterator[Callable[..., Conn]]:
 def admin(
     database_url: str, *args: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``ajedrez-admin`` as a user would (a separate process)."""
+    """Run ``ajedrez-admin`` as a script would (a separate process, standard input not a
+    terminal: never the terminal pytest may have been started from, where it would ask)."""
     return subprocess.run(
         [sys.executable, "-m", "admin.cli", "--database-url", database_url, *args],
         cwd=ROOT,
         input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
         capture_output=True,
         text=True,
         timeout=120,

@@ -9,22 +9,28 @@ remove finished games other tests are looking at.
 
 from __future__ import annotations
 
+import getpass
 import io
+import os
+import pty
+import select as select_fds
+import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from importlib import metadata
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from admin.cli import main
-from ajedrez.service import Accounts, Games
+from ajedrez.service import Accounts, Games, audit
 from ajedrez.service.games import MoveRecord
-from ajedrez.storage.db import Database
-from ajedrez.storage.migrate import is_current, upgrade
-from ajedrez.storage.models import Move, User
-from tests.conftest import PASSWORD, admin, unique_name
+from ajedrez.storage.db import Database, redact
+from ajedrez.storage.migrate import is_current
+from ajedrez.storage.models import AdminAudit, Game, Move, User
+from tests.conftest import PASSWORD, ROOT, admin, unique_name
 
 UNREACHABLE_PG = "postgresql+psycopg://postgres@127.0.0.1:1/test"
 
@@ -34,23 +40,91 @@ class Result:
     status: int
     out: str
     err: str
+    prompts: list[str] = field(default_factory=list)  # getpass's, on a terminal
+
+
+class Terminal(io.StringIO):
+    """Standard input as a terminal, holding what the operator types."""
+
+    def isatty(self) -> bool:
+        return True
 
 
 @pytest.fixture
 def cli(database_url, monkeypatch, capsys):
-    """Run ajedrez-admin's main() in-process: cli(*args, stdin=..., url=...)."""
+    """Run ajedrez-admin's main() in-process: cli(*args, stdin=..., url=...). With
+    ``tty=True`` standard input is a terminal and ``typed`` what is typed at getpass's
+    prompts (then end of input)."""
 
-    def run(*args: str, stdin: str = "", url: str | None = None) -> Result:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    def run(
+        *args: str,
+        stdin: str = "",
+        url: str | None = None,
+        tty: bool = False,
+        typed: tuple[str, ...] = (),
+    ) -> Result:
+        monkeypatch.setattr(sys, "stdin", Terminal(stdin) if tty else io.StringIO(stdin))
+        prompts: list[str] = []
+        answers = iter(typed)
+
+        def fake_getpass(prompt: str = "Password: ", stream: object = None) -> str:
+            prompts.append(prompt)
+            try:
+                return next(answers)
+            except StopIteration:
+                raise EOFError from None
+
+        monkeypatch.setattr(getpass, "getpass", fake_getpass)
         capsys.readouterr()
         try:
             status = main(["--database-url", url or database_url, *args])
         except SystemExit as e:
             status = e.code if isinstance(e.code, int) else 1
         out, err = capsys.readouterr()
-        return Result(status, out, err)
+        return Result(status, out, err, prompts)
 
     return run
+
+
+def on_terminal(url: str, *args: str, answers: tuple[tuple[str, str], ...] = ()):
+    """Run the real program on a terminal of its own (a pty, its controlling terminal):
+    for each (prompt, line) of ``answers``, wait for the prompt, then type the line.
+    Returns (exit status, all the terminal showed)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: never back into pytest
+        try:
+            os.chdir(ROOT)
+            argv = [sys.executable, "-m", "admin.cli", "--database-url", url, *args]
+            os.execv(sys.executable, argv)
+        finally:
+            os._exit(127)
+    shown = b""
+    deadline = time.monotonic() + 60
+
+    def read_more() -> bool:
+        nonlocal shown
+        ready, _, _ = select_fds.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        assert ready, f"no output in time; so far: {shown!r}"
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the program has ended and closed the terminal
+            return False
+        shown += chunk
+        return bool(chunk)
+
+    try:
+        seen = 0
+        for prompt, line in answers:
+            while prompt.encode() not in shown[seen:]:
+                assert read_more(), f"ended before {prompt!r}: {shown!r}"
+            seen = shown.index(prompt.encode(), seen) + len(prompt)
+            os.write(fd, line.encode() + b"\n")
+        while read_more():
+            pass
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    return os.waitstatus_to_exitcode(status), shown.decode().replace("\r\n", "\n")
 
 
 def assert_ok(r: Result) -> None:
@@ -72,6 +146,11 @@ def assert_error(r, status: int, *words: str) -> None:
         assert word in lines[0], (word, lines[0])
 
 
+def answered(r: Result) -> Result:
+    """``r`` with only the stderr after its last question: what came of the answer."""
+    return Result(r.status, r.out, r.err.rsplit("[y/N] ", 1)[-1].lstrip("\n"), r.prompts)
+
+
 def listed(r: Result, name: str) -> list[str] | None:
     """The whitespace-split row of ``name`` in a listing, or None."""
     for line in r.out.splitlines()[1:]:
@@ -79,6 +158,14 @@ def listed(r: Result, name: str) -> list[str] | None:
         if cols and cols[0] == name:
             return cols
     return None
+
+
+def audit_rows(db, *targets: str):
+    """The audit trail's rows about ``targets``, oldest first."""
+    with db.engine.connect() as conn:
+        return conn.execute(
+            select(AdminAudit).where(AdminAudit.target.in_(targets)).order_by(AdminAudit.id)
+        ).all()
 
 
 def user_row(db, name: str):
@@ -98,7 +185,7 @@ def tcp_login(server, name: str, password: str):
 # -- db upgrade ----------------------------------------------------------------------------
 
 
-def test_db_upgrade_is_idempotent(cli):
+def test_db_upgrade_is_idempotent(cli, db):
     for _ in range(2):
         r = cli("db", "upgrade")
         assert_ok(r)
@@ -108,7 +195,9 @@ def test_db_upgrade_is_idempotent(cli):
 def test_db_upgrade_creates_a_new_sqlite_file(cli, tmp_path):
     path = tmp_path / "a" / "b" / "new.sqlite3"
     url = f"sqlite:///{path}"
-    assert_ok(cli("db", "upgrade", url=url))
+    r = cli("db", "upgrade", "--create", url=url)
+    assert_ok(r)
+    assert r.out == f"new database created at {path}\ndatabase schema is up to date\n"
     assert path.exists()
     database = Database(url, create=False)
     try:
@@ -116,6 +205,47 @@ def test_db_upgrade_creates_a_new_sqlite_file(cli, tmp_path):
     finally:
         database.dispose()
     assert_ok(cli("users", "list", url=url))
+    r = cli("db", "upgrade", "--create", url=url)  # there already: nothing to create
+    assert_ok(r)
+    assert r.out == "database schema is up to date\n"
+
+
+def test_db_upgrade_does_not_create_a_database_unasked(cli, tmp_path):
+    path = tmp_path / "mistyped.sqlite3"
+    r = cli("db", "upgrade", url=f"sqlite:///{path}")
+    assert_error(r, 3, f"no database file at {path}", "--create")
+    assert r.out == ""
+    assert not path.exists()
+
+
+def test_db_upgrade_on_a_terminal_asks_before_creating(cli, tmp_path):
+    path = tmp_path / "new.sqlite3"
+    url = f"sqlite:///{path}"
+    for answer in ("n\n", "", "whatever\n"):
+        r = cli("db", "upgrade", url=url, tty=True, stdin=answer)
+        assert_error(answered(r), 1, "not confirmed")
+        assert "Create a new, empty database there? [y/N]" in r.err
+        assert not path.exists()
+    r = cli("db", "upgrade", url=url, tty=True, stdin="y\n")
+    assert r.status == 0, r
+    assert r.out == f"new database created at {path}\ndatabase schema is up to date\n"
+    assert_ok(cli("users", "list", url=url))
+
+
+def test_db_upgrade_on_a_terminal_needs_the_directory(cli, tmp_path):
+    path = tmp_path / "mistyped" / "new.sqlite3"
+    r = cli("db", "upgrade", url=f"sqlite:///{path}", tty=True, stdin="y\n")
+    assert_error(r, 3, f"nor a directory {path.parent}", "--create")
+    assert "[y/N]" not in r.err  # refused without a question
+    assert not path.parent.exists()
+
+
+def test_db_upgrade_asks_on_a_real_terminal(tmp_path):
+    path = tmp_path / "new.sqlite3"
+    status, shown = on_terminal(f"sqlite:///{path}", "db", "upgrade", answers=(("[y/N] ", "y"),))
+    assert status == 0, shown
+    assert f"new database created at {path}" in shown
+    assert path.exists()
 
 
 # -- users add / list ----------------------------------------------------------------------
@@ -192,10 +322,61 @@ def test_users_add_bad_values(cli, db, name, stdin, extra):
         assert user_row(db, name) is None
 
 
-def test_users_add_needs_password_stdin(cli, db):
+@pytest.mark.parametrize("flag", [(), ("--password-stdin",)])
+def test_users_add_without_a_password(cli, db, flag):
     name = unique_name("adm")
-    assert_error(cli("users", "add", name), 2)
+    for stdin in ("", "\n"):
+        assert_error(cli("users", "add", name, *flag, stdin=stdin), 2, "no password given")
     assert user_row(db, name) is None
+
+
+def test_users_add_reads_stdin_without_the_flag(cli, server):
+    name = unique_name("adm")
+    assert_ok(cli("users", "add", name, stdin="sin bandera\n"))
+    assert tcp_login(server, name, "sin bandera") == (101, 102)
+
+
+@pytest.mark.parametrize("flag", [(), ("--password-stdin",)])
+def test_users_add_on_a_terminal_asks_twice(cli, server, flag):
+    name = unique_name("adm")
+    r = cli("users", "add", name, *flag, tty=True, typed=("en la terminal", "en la terminal"))
+    assert_ok(r)
+    assert r.prompts == [f"new password for {name}: ", "the same password again: "]
+    assert "en la terminal" not in r.out
+    assert tcp_login(server, name, "en la terminal") == (101, 102)
+
+
+@pytest.mark.parametrize(
+    "typed, words",
+    [
+        (("una clave", "otra clave"), ("differ",)),
+        (("una clave",), ("differ",)),  # end of input at the second question
+        ((), ("no password given",)),
+        (("",), ("no password given",)),
+        (("a:b",), ("invalid password",)),
+    ],
+)
+def test_users_add_on_a_terminal_refused(cli, db, typed, words):
+    name = unique_name("adm")
+    r = cli("users", "add", name, tty=True, typed=typed)
+    assert_error(r, 2, *words)
+    assert user_row(db, name) is None
+
+
+def test_users_add_on_a_real_terminal_does_not_echo(database_url, server):
+    name = unique_name("pty")
+    secret = f"nadie la ve {name}"
+    status, shown = on_terminal(
+        database_url,
+        "users",
+        "add",
+        name,
+        answers=((f"new password for {name}: ", secret), ("the same password again: ", secret)),
+    )
+    assert status == 0, shown
+    assert f"user {name} added" in shown
+    assert "nadie" not in shown
+    assert tcp_login(server, name, secret) == (101, 102)
 
 
 def test_users_list(cli, new_user, accounts):
@@ -218,8 +399,9 @@ def test_users_list(cli, new_user, accounts):
 def test_users_remove(cli, server, login, new_user, db):
     name = new_user()
     watcher = login(new_user())
-    r = cli("users", "remove", name)
+    r = cli("users", "remove", name)  # not on a terminal: no question
     assert_ok(r)
+    assert r.out == f"user {name} removed; no active games\n"
     assert user_row(db, name).active is False
     assert tcp_login(server, name, PASSWORD) == (814, None)
     assert listed(cli("users", "list"), name)[1] == "closed"
@@ -238,7 +420,9 @@ def test_users_remove_forfeits_active_games(cli, new_user, accounts, games, db):
     games.challenge(b.id, third)  # an open challenge by the leaver disappears
     t = accounts.login(third, PASSWORD)
     assert games.challengers_since(t.id, 0)[1] == [black]
-    assert_ok(cli("users", "remove", black))
+    r = cli("users", "remove", black)
+    assert_ok(r)
+    assert r.out == f"user {black} removed; 1 active game forfeited: {pid(game_id)}\n"
     st = games.status(w.id, game_id)
     assert (st.status, st.winner) == (2, 1)  # finished, white won
     assert st.req_black == 3  # the leaver counts as resigned
@@ -252,6 +436,60 @@ def test_users_remove_unknown(cli):
 
 def test_users_remove_bad_name(cli):
     assert_error(cli("users", "remove", "bad name"), 2)
+
+
+def test_users_remove_names_every_forfeited_game(cli, new_user, accounts, games):
+    leaver = new_user()
+    ids = []
+    for _ in range(2):
+        other = new_user()
+        games.challenge(accounts.login(other, PASSWORD).id, leaver)
+        ids.append(games.accept(accounts.login(leaver, PASSWORD).id, "B", other))
+    r = cli("users", "remove", leaver)
+    assert_ok(r)
+    both = f"{pid(ids[0])}, {pid(ids[1])}"
+    assert r.out == f"user {leaver} removed; 2 active games forfeited: {both}\n"
+    assert [row.detail for row in audit_rows(accounts.db, leaver)] == [
+        f"active games forfeited: {both}"
+    ]
+
+
+def test_users_remove_on_a_terminal_asks(cli, db, new_user):
+    name = new_user()
+    for answer in ("n\n", "", "no\n"):
+        r = cli("users", "remove", name, tty=True, stdin=answer)
+        assert f"close the account of {name}?" in r.err
+        assert_error(answered(r), 1, "not confirmed")
+        assert user_row(db, name).active is True
+    r = cli("users", "remove", name, tty=True, stdin="y\n")
+    assert r.status == 0, r
+    assert r.out == f"user {name} removed; no active games\n"
+    assert user_row(db, name).active is False
+
+
+def test_users_remove_with_yes_does_not_ask(cli, db, new_user):
+    name = new_user()
+    r = cli("users", "remove", name, "--yes", tty=True)
+    assert_ok(r)
+    assert user_row(db, name).active is False
+
+
+def test_users_remove_unknown_is_refused_before_asking(cli):
+    r = cli("users", "remove", unique_name("nobody"), tty=True, stdin="y\n")
+    assert_error(r, 1, "no active user")
+    assert "[y/N]" not in r.err
+
+
+def test_interrupted_question(cli, db, new_user, monkeypatch):
+    name = new_user()
+
+    def interrupt(*_args: object) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Terminal, "readline", interrupt)
+    r = cli("users", "remove", name, tty=True)
+    assert_error(answered(r), 1, "interrupted")
+    assert user_row(db, name).active is True
 
 
 def test_users_passwd(cli, server, new_user):
@@ -273,8 +511,19 @@ def test_users_passwd_bad_password(cli, server, new_user, stdin):
     assert tcp_login(server, name, PASSWORD) == (101, 102)
 
 
-def test_users_passwd_needs_password_stdin(cli, new_user):
-    assert_error(cli("users", "passwd", new_user()), 2)
+def test_users_passwd_without_a_password(cli, new_user):
+    assert_error(cli("users", "passwd", new_user()), 2, "no password given")
+
+
+def test_users_passwd_on_a_terminal(cli, server, new_user):
+    name = new_user()
+    r = cli("users", "passwd", name, tty=True, typed=("nueva clave", "nueva clave"))
+    assert_ok(r)
+    assert len(r.prompts) == 2
+    assert tcp_login(server, name, "nueva clave") == (101, 102)
+    r = cli("users", "passwd", name, tty=True, typed=("otra clave", "otra distinta"))
+    assert_error(r, 2, "differ")
+    assert tcp_login(server, name, "nueva clave") == (101, 102)
 
 
 # -- subscription requests -----------------------------------------------------------------
@@ -341,6 +590,148 @@ def test_subs_bad_name(cli, verb):
     assert_error(cli("subs", verb, "bad name"), 2)
 
 
+def test_subs_list_when_none_is_pending(cli, private_db):
+    url, _ = private_db
+    r = cli("subs", "list", url=url)
+    assert_ok(r)
+    assert r.out == "no pending subscriptions\n"
+
+
+# -- the audit trail -----------------------------------------------------------------------
+
+
+def test_every_change_is_audited(cli, server, db, new_user, accounts, games):
+    me = getpass.getuser()
+    start = int(time.time())
+    added, approved, rejected = unique_name("aud"), unique_name("aud"), unique_name("aud")
+    secret, other_secret = f"la clave {added}", f"otra clave {added}"
+    r = cli("users", "add", added, "--comment", "Ana", "--password-stdin", stdin=secret + "\n")
+    assert_ok(r)
+    assert_ok(cli("users", "passwd", added, stdin=other_secret + "\n"))
+    subscribe(server, approved, "clave uno")
+    subscribe(server, rejected, "clave dos")
+    assert_ok(cli("subs", "approve", approved))
+    assert_ok(cli("subs", "reject", rejected))
+    opponent = new_user()
+    games.challenge(accounts.login(opponent, PASSWORD).id, added)
+    game_id = games.accept(accounts.login(added, other_secret).id, "N", opponent)
+    assert_ok(cli("users", "remove", added))
+    # Refused changes changed nothing, and leave no trace.
+    assert_error(cli("users", "add", approved, stdin="x\n"), 1)
+    assert_error(cli("users", "remove", added), 1)
+    assert_error(cli("subs", "approve", rejected), 1)
+    # Nor do changes made other than through ajedrez-admin (a player's UNSU, the service).
+    assert audit_rows(db, opponent) == []
+
+    rows = audit_rows(db, added, approved, rejected)
+    assert [(row.actor, row.action, row.target, row.detail) for row in rows] == [
+        (me, "users add", added, "Ana"),
+        (me, "users passwd", added, ""),
+        (me, "subs approve", approved, ""),
+        (me, "subs reject", rejected, ""),
+        (me, "users remove", added, f"active games forfeited: {pid(game_id)}"),
+    ]
+    assert all(start <= row.at <= time.time() for row in rows)
+
+    r = cli("audit")
+    assert_ok(r)
+    assert r.out.splitlines()[0].split()[:4] == ["WHEN", "(UTC)", "WHO", "ACTION"]
+    mine = [line.split()[2:6] for line in r.out.splitlines() if added in line.split()]
+    assert mine == [
+        [me, "users", "add", added],
+        [me, "users", "passwd", added],
+        [me, "users", "remove", added],
+    ]
+    last = cli("audit", "--limit", "2")
+    assert_ok(last)
+    assert [line.split()[4:6] for line in last.out.splitlines()[1:]] == [
+        ["reject", rejected],
+        ["remove", added],
+    ]
+    for text in (r.out, last.out, *(row.detail for row in rows)):
+        assert "clave" not in text
+
+
+def test_a_change_and_its_record_are_one_transaction(cli, db, monkeypatch):
+    def fail(*_args: object) -> None:
+        raise RuntimeError("the audit trail cannot be written")
+
+    monkeypatch.setattr(audit, "record", fail)
+    name = unique_name("aud")
+    r = cli("users", "add", name, stdin="x\n")
+    assert_error(r, 3, "the audit trail cannot be written")
+    assert user_row(db, name) is None
+
+
+def test_audit_when_empty(cli, private_db):
+    url, _ = private_db
+    r = cli("audit", url=url)
+    assert_ok(r)
+    assert r.out == "no changes recorded\n"
+
+
+@pytest.mark.parametrize("limit", ["0", "-1", "x", "1.5"])
+def test_audit_bad_limit(cli, limit):
+    assert_error(cli("audit", f"--limit={limit}"), 2)
+
+
+# -- small things --------------------------------------------------------------------------
+
+
+def test_games_export_takes_a_bare_number(cli, new_user, accounts, games):
+    white, black = new_user(), new_user()
+    games.challenge(accounts.login(black, PASSWORD).id, white)
+    game_id = games.accept(accounts.login(white, PASSWORD).id, "B", black)
+    full = cli("games", "export", pid(game_id))
+    assert_ok(full)
+    assert f'[White "{white}"]' in full.out
+    for form in (str(game_id), f"p{game_id}", f"P{game_id}", f"{game_id:07d}"):
+        r = cli("games", "export", form)
+        assert_ok(r)
+        assert r.out == full.out
+    for bad in ("P12345678", "12345678", "x12", "P", "1 2", "\uff11"):
+        assert_error(cli("games", "export", bad), 2, "invalid game id")
+
+
+def test_version(cli):
+    r = cli("--version")
+    assert r.status == 0, r
+    assert r.out == f"ajedrez-admin {metadata.version('ajedrez')}\n"
+
+
+# -- database URLs -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["bogus", "nonsense", "foo://x", "postgres://u:secreto@h/d"])
+def test_not_a_database_url(cli, url):
+    r = cli("users", "list", url=url)
+    assert_error(r, 3, "not a database URL", "(from --database-url)", "sqlite:///")
+    assert "secreto" not in r.err
+
+
+def test_not_a_database_url_from_the_environment(monkeypatch, capsys):
+    monkeypatch.setenv("AJEDREZ_DATABASE_URL", "nonsense")
+    monkeypatch.setattr(sys, "stdin", io.StringIO())
+    status = main(["users", "list"])
+    out, err = capsys.readouterr()
+    assert_error(Result(status, out, err), 3, "'nonsense' (from AJEDREZ_DATABASE_URL)")
+
+
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("bogus", "bogus"),
+        ("postgresql://u:secreto@h/d", "postgresql://u:***@h/d"),
+        ("postgresql://u:sec@reto@h/d", "postgresql://u:***@h/d"),  # '@' unescaped
+        ("postgresql:/u:secreto@h/d", "***@h/d"),
+        ("u:secreto@h", "***@h"),
+        ("//u:secreto@h", "//***@h"),
+    ],
+)
+def test_redact_never_fails_nor_shows_a_password(url, shown):
+    assert redact(url) == shown
+
+
 # -- games ---------------------------------------------------------------------------------
 
 
@@ -351,12 +742,9 @@ def test_games_list_on_shared_database(cli):
 
 
 @pytest.fixture
-def private_db(tmp_path: Path):
-    url = f"sqlite:///{tmp_path / 'games.sqlite3'}"
-    database = Database(url)
-    upgrade(database)
-    yield url, database
-    database.dispose()
+def private_db(own_db):
+    """(URL, Database) of the test's own, on the store under test: for purges."""
+    return own_db
 
 
 def test_games_list_and_purge(cli, private_db):
@@ -382,15 +770,144 @@ def test_games_list_and_purge(cli, private_db):
     a = rows[f"P{active:07d}"]
     assert a[1:6] == ["carla", "ana", "active", "*", "0"]
 
-    r = cli("games", "purge", url=url)
+    r = cli("games", "purge", url=url)  # not on a terminal: no question
     assert_ok(r)
-    assert r.out == "1 finished game(s) removed\n"
+    assert r.out == "1 finished game removed\n"
     rows = [line.split()[0] for line in cli("games", "list", url=url).out.splitlines()[1:]]
     assert rows == [f"P{active:07d}"]
     with database.engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(Move)) == 0
     assert games.status(ana.id, active).status == 0
-    assert cli("games", "purge", url=url).out == "0 finished game(s) removed\n"
+    assert cli("games", "purge", url=url).out == "no finished games removed\n"
+
+
+DAY = 86400
+
+
+def purge_setup(database: Database) -> tuple[int, int, int]:
+    """Two finished games, 40 and 2 days ago, and an active one: (old, recent, active)."""
+    accounts, games = Accounts(database), Games(database)
+    for name in ("ana", "bea", "carla", "dora"):
+        accounts.add_user(name, PASSWORD)
+    ana, bea, carla, dora = (accounts.login(n, PASSWORD) for n in ("ana", "bea", "carla", "dora"))
+
+    def finished(opponent, days_ago: int) -> int:
+        games.challenge(ana.id, opponent.name)
+        gid = games.accept(opponent.id, "B", "ana")
+        games.resign(opponent.id, gid, "ana")
+        with database.engine.begin() as conn:
+            conn.execute(
+                update(Game)
+                .where(Game.id == gid)
+                .values(finished_at=int(time.time()) - days_ago * DAY)
+            )
+        return gid
+
+    old, recent = finished(bea, 40), finished(carla, 2)
+    games.challenge(dora.id, "ana")
+    return old, recent, games.accept(ana.id, "N", "dora")
+
+
+def game_ids(cli, url: str) -> list[str]:
+    r = cli("games", "list", url=url)
+    assert_ok(r)
+    return [line.split()[0] for line in r.out.splitlines()[1:]]
+
+
+def pid(game_id: int) -> str:
+    return f"P{game_id:07d}"
+
+
+def test_games_purge_dry_run(cli, private_db):
+    url, database = private_db
+    old, recent, active = purge_setup(database)
+    everything = game_ids(cli, url)
+    assert everything == [pid(old), pid(recent), pid(active)]
+
+    r = cli("games", "purge", "--dry-run", url=url)
+    assert_ok(r)
+    lines = r.out.splitlines()
+    assert lines[0] == "would remove 2 finished games"
+    assert lines[1].split()[:3] == ["GAME", "WHITE", "BLACK"]
+    assert [line.split()[:5] for line in lines[2:]] == [
+        [pid(old), "bea", "ana", "finished", "0-1"],
+        [pid(recent), "carla", "ana", "finished", "0-1"],
+    ]
+    r = cli("games", "purge", "--dry-run", "--older-than", "30d", url=url)
+    assert_ok(r)
+    lines = r.out.splitlines()
+    assert lines[0].startswith("would remove 1 finished game (finished before ")
+    assert [line.split()[0] for line in lines[2:]] == [pid(old)]
+    r = cli("games", "purge", "--dry-run", "--older-than", "60d", url=url)
+    assert_ok(r)
+    assert r.out.startswith("would remove no finished games (finished before ")
+    assert len(r.out.splitlines()) == 1
+    # On a terminal too, a dry run asks nothing and removes nothing.
+    assert_ok(cli("games", "purge", "--dry-run", url=url, tty=True))
+    assert game_ids(cli, url) == everything
+
+
+def test_games_purge_older_than(cli, private_db):
+    url, database = private_db
+    _, recent, active = purge_setup(database)
+    r = cli("games", "purge", "--older-than", "30d", url=url)
+    assert_ok(r)
+    assert r.out.startswith("1 finished game removed (finished before ")
+    assert game_ids(cli, url) == [pid(recent), pid(active)]
+    r = cli("games", "purge", "--older-than", "72h", url=url)
+    assert_ok(r)
+    assert r.out.startswith("no finished games removed")
+    r = cli("games", "purge", "--older-than", "2820m", url=url)  # 47 hours
+    assert_ok(r)
+    assert r.out.startswith("1 finished game removed")
+    assert game_ids(cli, url) == [pid(active)]
+
+
+@pytest.mark.parametrize(
+    "value", ["30", "d", "=-1d", "1w", "1.5d", "1234567d", "30 d", "\uff13\uff10d", "=30D"]
+)
+def test_games_purge_bad_duration(cli, private_db, value):
+    url, database = private_db
+    purge_setup(database)
+    option = f"--older-than{value}" if value.startswith("=") else "--older-than"
+    args = (option,) if value.startswith("=") else (option, value)
+    assert_error(cli("games", "purge", *args, url=url), 2, "duration")
+    assert len(game_ids(cli, url)) == 3
+
+
+def test_games_purge_on_a_terminal_asks(cli, private_db):
+    url, database = private_db
+    active = purge_setup(database)[2]
+    for answer in ("n\n", ""):
+        r = cli("games", "purge", url=url, tty=True, stdin=answer)
+        assert "remove 2 finished games and their moves? [y/N]" in r.err
+        assert_error(answered(r), 1, "not confirmed")
+        assert len(game_ids(cli, url)) == 3
+    r = cli("games", "purge", "--older-than", "30d", url=url, tty=True, stdin="y\n")
+    assert r.status == 0, r
+    assert "remove 1 finished game (finished before " in r.err
+    assert r.out.startswith("1 finished game removed")
+    r = cli("games", "purge", "--yes", url=url, tty=True)
+    assert_ok(r)  # nothing asked
+    assert r.out == "1 finished game removed\n"
+    r = cli("games", "purge", url=url, tty=True)
+    assert_ok(r)  # nothing to remove, nothing to ask
+    assert r.out == "no finished games removed\n"
+    assert game_ids(cli, url) == [pid(active)]
+
+
+def test_games_purge_is_audited(cli, private_db):
+    url, database = private_db
+    old, recent, _ = purge_setup(database)
+    assert_ok(cli("games", "purge", "--dry-run", url=url))
+    assert audit.entries(database) == []  # a dry run changes nothing
+    assert_ok(cli("games", "purge", url=url))
+    [entry] = audit.entries(database)
+    assert (entry.actor, entry.action) == (getpass.getuser(), "games purge")
+    assert pid(old) in entry.detail and pid(recent) in entry.detail
+    r = cli("audit", url=url)
+    assert_ok(r)
+    assert r.out.splitlines()[-1].split()[2:5] == [getpass.getuser(), "games", "purge"]
 
 
 # -- database errors -----------------------------------------------------------------------
@@ -401,13 +918,22 @@ def test_unreachable_database(cli, args):
     assert_error(cli(*args, url=UNREACHABLE_PG), 3)
 
 
-def test_sqlite_path_without_file(cli, tmp_path):
-    path = tmp_path / "missing" / "none.sqlite3"
-    r = cli("users", "list", url=f"sqlite:///{path}")
-    assert_error(r, 3)
-    assert not path.exists()
-    r = cli("users", "add", "ana", "--password-stdin", stdin="x\n", url=f"sqlite:///{path}")
-    assert_error(r, 3)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("users", "list"),
+        ("users", "add", "ana", "--password-stdin"),
+        ("users", "remove", "ana", "--yes"),
+        ("subs", "list"),
+        ("games", "purge", "--yes"),
+        ("audit",),
+    ],
+)
+@pytest.mark.parametrize("tty", [False, True])
+def test_sqlite_path_without_file(cli, tmp_path, args, tty):
+    path = tmp_path / "none.sqlite3"
+    r = cli(*args, stdin="x\ny\n", url=f"sqlite:///{path}", tty=tty)
+    assert_error(r, 3, f"no database file at {path} (from --database-url)", "db upgrade --create")
     assert not path.exists()
 
 
@@ -483,3 +1009,52 @@ def test_program_errors(program_runs, case, status):
     r = program_runs["results"][case]
     assert_error(r, status)
     assert r.stdout == ""
+
+
+@pytest.fixture(scope="module")
+def bad_url_runs():
+    """The real programs given a malformed database URL, run in parallel."""
+    admin_cmd = [sys.executable, "-m", "admin.cli"]
+    cases = {
+        "option": ([*admin_cmd, "--database-url", "bogus", "users", "list"], {}),
+        "environment": ([*admin_cmd, "users", "list"], {"AJEDREZ_DATABASE_URL": "nonsense"}),
+        "server": ([sys.executable, "-m", "ajedrez", "--database-url", "bogus", "--port", "0"], {}),
+    }
+
+    def run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            cmd,
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    with ThreadPoolExecutor(len(cases)) as pool:
+        futures = {key: pool.submit(run, *case) for key, case in cases.items()}
+        return {key: f.result() for key, f in futures.items()}
+
+
+@pytest.mark.parametrize(
+    "case, words",
+    [
+        ("option", ("'bogus' (from --database-url)",)),
+        ("environment", ("'nonsense' (from AJEDREZ_DATABASE_URL)",)),
+    ],
+)
+def test_program_not_a_database_url(bad_url_runs, case, words):
+    r = bad_url_runs[case]
+    assert_error(r, 3, "not a database URL", *words)
+    assert r.stdout == ""
+
+
+def test_server_not_a_database_url(bad_url_runs):
+    r = bad_url_runs["server"]
+    assert r.returncode == 1, r
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip("\n").split("\n")
+    assert len(lines) == 1, r.stderr
+    assert "ERROR" in lines[0]
+    assert "cannot open the database: not a database URL: 'bogus'" in lines[0]

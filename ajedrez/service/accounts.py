@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 
 from ..codes import Reply
 from ..errors import Failure
 from ..passwords import hash_password, verify
 from ..storage.db import Conflict, Database, Tx
 from ..storage.models import REMOVED_CHALLENGE, GameRequest, Subscription, User
-from . import games
+from ..values import format_partida
+from . import audit, games
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,18 @@ class SubscriptionInfo:
 
 
 class Accounts:
-    def __init__(self, db: Database) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        max_pending: int | None = None,
+        max_pending_per_address: int | None = None,
+    ) -> None:
+        """``max_pending``, ``max_pending_per_address``: caps on SUBS requests waiting for
+        the administrator, in all and from one client address (None: no cap)."""
         self.db = db
+        self.max_pending = max_pending
+        self.max_pending_per_address = max_pending_per_address
 
     # -- protocol side -----------------------------------------------------------------
 
@@ -74,24 +85,55 @@ class Accounts:
                 )
         return Caller(row.id, name)
 
-    def subscribe(self, name: str, password: str, comment: str) -> None:
+    def subscribe(self, name: str, password: str, comment: str, address: str = "") -> None:
+        """SUBS from the client at ``address``. The caps on pending requests are checked
+        before the (slow) hash, and again in the transaction that stores it."""
+        with self.db.read() as conn:
+            self._check_pending(conn, address)
         password_hash = hash_password(password)
         try:
             with self.db.write() as tx:
                 if _user_id(tx, name) is not None:
                     raise Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken")
+                self._check_pending(tx.conn, address)
                 tx.conn.execute(
                     insert(Subscription).values(
                         name=name,
                         password_hash=password_hash,
                         comment=comment,
                         requested_at=tx.stamp,
+                        requested_from=address[:64],
                     )
                 )
         except Conflict:
             raise Failure(
                 Reply.F_NAMETAKEN, f"an account for '{name}' has been requested already"
             ) from None
+
+    def _check_pending(self, conn: Connection, address: str) -> None:
+        total = self.max_pending
+        if total is not None and (
+            conn.scalar(select(func.count()).select_from(Subscription)) or 0
+        ) >= total:
+            raise Failure(
+                Reply.F_SUBSFULL,
+                f"the administrator has {total} subscription requests to answer already; "
+                "try again later",
+            )
+        mine = self.max_pending_per_address
+        if mine is not None and address and (
+            conn.scalar(
+                select(func.count())
+                .select_from(Subscription)
+                .where(Subscription.requested_from == address[:64])
+            )
+            or 0
+        ) >= mine:
+            raise Failure(
+                Reply.F_SUBSFULL,
+                f"{mine} subscription requests from your address are waiting for the "
+                "administrator already",
+            )
 
     def unsubscribe(self, caller: Caller, name: str, password: str) -> None:
         if name != caller.name:
@@ -115,8 +157,12 @@ class Accounts:
 
     # -- administrator side ------------------------------------------------------------
 
-    def add_user(self, name: str, password: str, comment: str = "") -> None:
-        self._create_user(name, hash_password(password), comment)
+    # ``by``: the operating-system user running ajedrez-admin, recorded in the audit trail
+    # in the transaction of the change (service/audit.py); None records nothing.
+    def add_user(
+        self, name: str, password: str, comment: str = "", *, by: str | None = None
+    ) -> None:
+        self._create_user(name, hash_password(password), comment, by)
 
     def list_users(self) -> list[UserInfo]:
         with self.db.read() as conn:
@@ -132,10 +178,11 @@ class Accounts:
             ).all()
         return [UserInfo(*row) for row in rows]
 
-    def remove_user(self, name: str) -> None:
-        self._deactivate(name)
+    def remove_user(self, name: str, *, by: str | None = None) -> list[int]:
+        """Returns the ids of the active games the user forfeited."""
+        return self._deactivate(name, by)
 
-    def set_password(self, name: str, password: str) -> None:
+    def set_password(self, name: str, password: str, *, by: str | None = None) -> None:
         new_hash = hash_password(password)
         with self.db.write() as tx:
             done = tx.conn.execute(
@@ -143,6 +190,7 @@ class Accounts:
             )
             if done.rowcount == 0:
                 raise Failure(Reply.F_NOUSER, f"no user '{name}'")
+            audit.record(tx, by, "users passwd", name)
 
     def list_subscriptions(self) -> list[SubscriptionInfo]:
         with self.db.read() as conn:
@@ -153,7 +201,7 @@ class Accounts:
             ).all()
         return [SubscriptionInfo(*row) for row in rows]
 
-    def approve(self, name: str) -> None:
+    def approve(self, name: str, *, by: str | None = None) -> None:
         """The account keeps the password hash given with SUBS."""
         try:
             with self.db.write() as tx:
@@ -165,18 +213,22 @@ class Accounts:
                 if row is None:
                     raise Failure(Reply.F_NOUSER, f"no subscription request for '{name}'")
                 self._insert_user(tx, name, row.password_hash, row.comment)
+                audit.record(tx, by, "subs approve", name)
         except Conflict:
             raise Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken") from None
 
-    def reject(self, name: str) -> None:
+    def reject(self, name: str, *, by: str | None = None) -> None:
         with self.db.write() as tx:
             done = tx.conn.execute(delete(Subscription).where(Subscription.name == name))
             if done.rowcount == 0:
                 raise Failure(Reply.F_NOUSER, f"no subscription request for '{name}'")
+            audit.record(tx, by, "subs reject", name)
 
     # -- shared ------------------------------------------------------------------------
 
-    def _create_user(self, name: str, password_hash: str, comment: str) -> None:
+    def _create_user(
+        self, name: str, password_hash: str, comment: str, by: str | None = None
+    ) -> None:
         try:
             with self.db.write() as tx:
                 pending = tx.conn.scalar(select(Subscription.id).where(Subscription.name == name))
@@ -186,6 +238,7 @@ class Accounts:
                         f"'{name}' has a pending subscription request: approve or reject it",
                     )
                 self._insert_user(tx, name, password_hash, comment)
+                audit.record(tx, by, "users add", name, comment)
         except Conflict:
             raise Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken") from None
 
@@ -203,8 +256,9 @@ class Accounts:
             )
         )
 
-    def _deactivate(self, name: str) -> None:
-        """UNSU and ``users remove``: the account is closed and its active games lost."""
+    def _deactivate(self, name: str, by: str | None = None) -> list[int]:
+        """UNSU and ``users remove``: the account is closed and its active games lost.
+        Returns the ids of those games."""
         with self.db.write() as tx:
             user_id = tx.conn.scalar(
                 select(User.id).where(User.name == name, User.active.is_(True))
@@ -213,7 +267,7 @@ class Accounts:
                 raise Failure(Reply.F_NOUSER, f"no active user '{name}'")
             # Games first: a finishing move locks its game before the winner's user row,
             # so taking the same order here leaves PostgreSQL no lock cycle.
-            games.forfeit_all(tx, user_id)
+            forfeited = games.forfeit_all(tx, user_id)
             closed = tx.conn.execute(
                 delete(GameRequest)
                 .where(
@@ -226,6 +280,9 @@ class Accounts:
             tx.conn.execute(
                 update(User).where(User.id == user_id).values(active=False, changed_at=tx.stamp)
             )
+            lost = ", ".join(format_partida(g) for g in forfeited)
+            audit.record(tx, by, "users remove", name, f"active games forfeited: {lost or 'none'}")
+            return forfeited
 
 
 def _user_id(tx: Tx, name: str) -> int | None:

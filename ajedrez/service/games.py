@@ -533,8 +533,9 @@ class Games:
             return ids
 
 
-def forfeit_all(tx: Tx, user_id: int) -> None:
-    """A leaving user loses every active game; each opponent is credited a win."""
+def forfeit_all(tx: Tx, user_id: int) -> list[int]:
+    """A leaving user loses every active game; each opponent is credited a win. Returns
+    the games' ids."""
     rows = tx.conn.execute(
         _game_select()
         .where((Game.white_id == user_id) | (Game.black_id == user_id))
@@ -548,6 +549,7 @@ def forfeit_all(tx: Tx, user_id: int) -> None:
         values = _finish_values(tx, row, winner, LEFT_SERVICE)
         values[_req_field(color)] = REQ_RESIGN
         _update_game(tx, row.id, **values)
+    return [row.id for row in rows]
 
 
 def note_removals(tx: Tx, kind: str, rows: list[tuple[int, str]]) -> None:

@@ -86,6 +86,13 @@ class Conflict(Exception):
     """A unique key or other constraint refused a write; the transaction was rolled back."""
 
 
+class BadURL(StorageError):
+    """The database URL does not parse, or names a kind of database SQLAlchemy lacks."""
+
+
+URL_FORMS = "sqlite:///PATH or postgresql+psycopg://USER@HOST/NAME"
+
+
 class _FileLock:
     """Orders the SQLite writers of different processes (``--workers``, the admin tool).
 
@@ -179,8 +186,42 @@ def _grouped(
 
 
 def redact(url: str | URL) -> str:
-    """The URL as it may appear in logs: never with its password."""
-    return make_url(url).render_as_string(hide_password=True)
+    """The URL as it may appear in logs: never with its password, whatever the text."""
+    try:
+        parsed = make_url(url)
+    except exc.ArgumentError:
+        raw = str(url)
+        if "@" not in raw:
+            return raw
+        # Unparsed, the password's extent is unknown: hide all that precedes the host.
+        head, _, host = raw.rpartition("@")
+        scheme = head.split("//", 1)[0] + "//" if "//" in head else ""
+        return f"{scheme}***@{host}"
+    if parsed.host and "@" in parsed.host:
+        # An unescaped '@' in the password: SQLAlchemy took the password's tail for the host.
+        parsed = parsed.set(host=parsed.host.rpartition("@")[2])
+    return parsed.render_as_string(hide_password=True)
+
+
+def parse_url(url: str | URL, source: str = "") -> URL:
+    """``url`` parsed, or :class:`BadURL` saying where it came from (``source``, e.g.
+    ``from --database-url``)."""
+    try:
+        parsed = make_url(url)
+        parsed.get_dialect()
+    except (exc.ArgumentError, exc.NoSuchModuleError):
+        where = f" ({source})" if source else ""
+        raise BadURL(f"not a database URL: '{redact(url)}'{where}; expected {URL_FORMS}") from None
+    return parsed
+
+
+def sqlite_file(url: str | URL) -> Path | None:
+    """The file a SQLite URL names; None for other stores and in-memory databases."""
+    parsed = make_url(url)
+    db = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not db or db == ":memory:":
+        return None
+    return None if db.startswith("file:") else Path(db).expanduser()
 
 
 def default_sqlite_path() -> Path:
@@ -212,7 +253,7 @@ class Database:
         ``group_commit``: most writers sharing one commit (SQLite group commit, and the
         batches of moves on either store; 1: a commit each).
         """
-        self.url = make_url(url)
+        self.url = parse_url(url)
         self.busy_timeout_ms = int(busy_timeout * 1000)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         self.group_commit = max(1, group_commit)
@@ -254,9 +295,8 @@ class Database:
             self._install_idle_ping(self.engine)
 
     def _prepare_sqlite_path(self, create: bool) -> None:
-        db = self.url.database
-        if db and db != ":memory:" and not db.startswith("file:"):
-            path = Path(db).expanduser()
+        path = sqlite_file(self.url)
+        if path is not None:
             if not create and not path.exists():
                 raise StorageError(f"no database file at {path}")
             path.parent.mkdir(parents=True, exist_ok=True)
