@@ -4,7 +4,8 @@ P#######.PEN and usuario.trn in one place.
 It holds the players (JAUT), the open challenges received and sent (SOLI), the user's
 games (PPEN + STAT) with their moves (SPAR), including those the server purged (BAJA),
 the ranking (SRNK), the fecha the server last answered for each of TRAN, JAUT, PPEN and
-BAJA, and when the last sync happened. It never holds a password.
+BAJA, and when the last sync happened; per game also its start and end days and end
+reason as the server's PGN (PGNX) gave them. It never holds a password.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import chess
-import chess.pgn
 
 from .protocol import (
     BLACK,
@@ -299,17 +298,26 @@ def _cell(move: tuple[str, str]) -> str:
     return f"{jugada:<6} {san}"
 
 
-def pgn_text(
-    jugadas: Iterable[tuple[str, int]],
-    headers: dict[str, str],
-    comment: str | None = None,
-) -> str:
-    game = chess.pgn.Game()
-    for key, value in headers.items():
-        game.headers[key] = value
-    node: chess.pgn.GameNode = game
-    for jugada, promo in jugadas:
-        node = node.add_variation(to_move(jugada, promo))
-    if comment:
-        node.comment = comment
-    return str(game) + "\n"
+# how_it_ended's words -> the server's end reason (the comment its PGN ends with).
+_SERVER_REASONS = {
+    "checkmate": "checkmate",
+    "stalemate": "stalemate",
+    "insufficient material": "insufficient material",
+    "fivefold repetition": "fivefold repetition",
+    "seventy-five-move rule": "seventy-five-move rule",
+    "agreed": "agreement",
+    "threefold repetition, claimed": "threefold repetition",
+    "fifty-move rule, claimed": "fifty moves",
+}
+
+
+def end_reason_guess(board: chess.Board, st: GameStatus) -> str | None:
+    """The server's end reason as the final position and solicitudes tell it, for a game
+    whose server PGN this machine never saw. A resignation and leaving the service look
+    alike (solicitud 3): the first, far more common, is assumed."""
+    if st.active:
+        return None
+    how = how_it_ended(board, st)
+    if how.endswith("resigned or left the service"):
+        return "resignation"
+    return _SERVER_REASONS.get(how)

@@ -9,6 +9,7 @@ The password is never read from or written to any file.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,11 +17,13 @@ from pathlib import Path
 
 import platformdirs
 
+from .errors import host_port
 from .protocol import DEFAULT_PORT
 
 APP = "ajedrez"
 DEFAULT_HOST = "127.0.0.1"
 CONFIG_KEYS = ("server", "user", "data_dir", "timeout", "tls", "tls_ca")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 class ConfigError(Exception):
@@ -40,8 +43,7 @@ class Settings:
 
     @property
     def server(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        return host_port(self.host, self.port)
 
 
 def default_config_path(env: Mapping[str, str]) -> Path:
@@ -90,21 +92,48 @@ def save_config(path: Path, values: Mapping[str, object]) -> None:
 
 
 def parse_server(text: str) -> tuple[str, int]:
-    """``host``, ``host:port`` or ``[v6addr]:port`` -> (host, port)."""
+    """``host``, ``host:port``, ``[v6addr]``, ``[v6addr]:port`` or a bare IPv6 address,
+    optionally as an ``espol://`` URL (the protocol's own scheme) -> (host, port).
+
+    Any other scheme (``http://``, ``https://``) is refused, saying what form is wanted:
+    ESPOL is not HTTP, and such a URL usually names a web page rather than the server.
+    """
     text = text.strip()
     if not text:
         raise ConfigError("empty server address")
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else ""
-    elif text.count(":") == 1:
-        host, _, port_text = text.partition(":")
+    rest = text
+    scheme = _SCHEME.match(rest)
+    if scheme:
+        if scheme.group(1).lower() != "espol":
+            raise ConfigError(
+                f"invalid server address {text!r}: {scheme.group(1)}:// is not ESPOL; give "
+                f"HOST[:PORT] (chess.example.org, chess.example.org:{DEFAULT_PORT}, "
+                f"[::1]:{DEFAULT_PORT}) or espol://HOST[:PORT]"
+            )
+        rest = rest[scheme.end() :].rstrip("/")  # a URL copied with its trailing slash
+    if rest.startswith("["):
+        host, closed, after = rest[1:].partition("]")
+        if not closed or (after and not after.startswith(":")):
+            raise ConfigError(
+                f"invalid server address {text!r}: an IPv6 address is written "
+                f"[ADDRESS] or [ADDRESS]:PORT, e.g. [::1]:{DEFAULT_PORT}"
+            )
+        port_text = after.removeprefix(":")
+        if after == ":":
+            raise ConfigError(f"no port after the colon in server address {text!r}")
+    elif rest.count(":") == 1:
+        host, _, port_text = rest.partition(":")
     else:
-        host, port_text = text, ""
+        host, port_text = rest, ""
+    if not host or any(c in host for c in "/@ "):
+        raise ConfigError(
+            f"invalid server address {text!r}: HOST[:PORT], e.g. chess.example.org:"
+            f"{DEFAULT_PORT} or [::1]:{DEFAULT_PORT}"
+        )
     if not port_text:
         return host, DEFAULT_PORT
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise ConfigError(f"invalid port in server address {text!r}")
+        raise ConfigError(f"invalid port in server address {text!r}: a number from 1 to 65535")
     return host, int(port_text)
 
 

@@ -15,11 +15,16 @@ class ClientError(Exception):
     """Base class of everything this library raises on purpose."""
 
 
+def host_port(host: str, port: int) -> str:
+    """``host:port``, an IPv6 address in brackets (``[::1]:1995``) so the port stays apart."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 class Unreachable(ClientError):
     """The server could not be reached (refused, unknown host, timeout while connecting)."""
 
     def __init__(self, host: str, port: int, why: str) -> None:
-        super().__init__(f"cannot reach the server at {host}:{port}: {why}")
+        super().__init__(f"cannot reach the server at {host_port(host, port)}: {why}")
         self.host = host
         self.port = port
         self.why = why
@@ -31,6 +36,20 @@ class ConnectionLost(ClientError):
 
 class ProtocolError(ClientError):
     """The server sent something that is not a well-formed ESPOL reply."""
+
+
+class NotEspol(ProtocolError):
+    """The first reply on a connection was not ESPOL at all: something else listens there
+    (another service's port, a web server). ``answered`` is what it sent first."""
+
+    def __init__(self, host: str, port: int, answered: bytes) -> None:
+        super().__init__(
+            f"the other end at {host_port(host, port)} does not speak ESPOL (it answered "
+            f"{answered.decode('utf-8', 'replace')!r}...)"
+        )
+        self.host = host
+        self.port = port
+        self.answered = answered
 
 
 class ReplyError(ClientError):
