@@ -40,17 +40,17 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, exc, make_url, text
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, ExceptionContext
 
 from ..errors import TRANSIENT_RETRIES, StorageError, TransientStorageError
 from .batches import BatchThread, LoopBatches
-from .prepared import Prepared, PreparedMany
+from .prepared import Prepared, PreparedMany, read_only_connection
 from .writer_process import WriterClient
 
 SQLITE_BUSY_TIMEOUT = 10.0  # seconds
@@ -61,6 +61,8 @@ PING_IF_IDLE_SECONDS = 5.0  # PostgreSQL: see Database._install_idle_ping
 GROUP_COMMIT_MAX_SECONDS = 0.010
 # Arbitrary but fixed: the advisory-lock key that orders writers against sync reads.
 SYNC_LOCK_KEY = 0x41_6A_65_64  # "Ajed"
+
+_LOST = "the database connection was lost"
 
 # deadlock_detected, serialization_failure: PostgreSQL rolled back; a rerun may succeed.
 _TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})
@@ -284,6 +286,7 @@ class Database:
                 self.url, pool_size=pool_size, max_overflow=-1, hide_parameters=True
             )
             self._install_sqlite_hooks(self.engine, self.busy_timeout_ms)
+            self._replace_read_only_connections(self.engine)
         else:
             self.engine = create_engine(
                 self.url,
@@ -293,6 +296,7 @@ class Database:
                 hide_parameters=True,
             )
             self._install_idle_ping(self.engine)
+            self._replace_read_only_connections(self.engine)
 
     def _prepare_sqlite_path(self, create: bool) -> None:
         path = sqlite_file(self.url)
@@ -319,6 +323,39 @@ class Database:
         def _on_begin(conn: Connection) -> None:
             mode = conn.get_execution_options().get("ajedrez_begin", "BEGIN")
             conn.exec_driver_sql(mode)
+
+    @staticmethod
+    def _replace_read_only_connections(engine: Engine) -> None:
+        """A connection that refused a write as read-only (``read_only_connection``) is
+        discarded, and so is every pooled one opened before that refusal: opened while the
+        store could not be written, each would refuse every write long after it can be."""
+        refused = [float("-inf")]  # when a read-only connection was last discarded
+
+        @event.listens_for(engine, "handle_error")
+        def _on_error(ctx: ExceptionContext) -> None:
+            if read_only_connection(ctx.original_exception):
+                ctx.is_disconnect = True
+                # SQLAlchemy leaves a lost connection's cursor open, and a SQLite connection
+                # closed with a statement still open lives on, its write lock held.
+                cursor = getattr(ctx.execution_context, "cursor", None)
+                if cursor is not None:
+                    with suppress(Exception):
+                        cursor.close()
+
+        @event.listens_for(engine, "connect")
+        def _on_open(_dbapi_conn, record) -> None:  # type: ignore[no-untyped-def]
+            record.info["opened"] = time.monotonic()
+
+        @event.listens_for(engine, "invalidate")
+        def _on_invalidate(_dbapi_conn, _record, exception) -> None:  # type: ignore[no-untyped-def]
+            if exception is not None and read_only_connection(exception):
+                refused[0] = time.monotonic()
+
+        @event.listens_for(engine, "checkout")
+        def _on_checkout(_dbapi_conn, record, _proxy) -> None:  # type: ignore[no-untyped-def]
+            if record.info.get("opened", refused[0]) < refused[0]:
+                # The pool closes it and opens another.
+                raise exc.DisconnectionError("opened while the store refused writes")
 
     @property
     def serializes_writes(self) -> bool:
@@ -677,6 +714,8 @@ class Database:
         try:
             with mapped_errors():
                 try:
+                    if batch.conn.invalidated:  # discarded by a writer's error, its work too
+                        raise StorageError(_LOST)
                     batch.trans.commit()
                 except BaseException:
                     # SQLite may leave the transaction open after a failed COMMIT; a
@@ -728,14 +767,17 @@ def _ping_if_idle(dbapi_conn, record, _proxy) -> None:  # type: ignore[no-untype
 @contextmanager
 def _writer_of(batch: _Batch) -> Iterator[Tx]:
     """One writer of a batch, in its own savepoint; call with the write lock held."""
+    if batch.conn.invalidated:  # an earlier writer's error discarded it, and the batch
+        raise StorageError(_LOST)
     with mapped_errors():
         _SAVEPOINT.run(batch.conn)
         try:
             # Taken under the write lock, so it orders with every other writer.
             yield Tx(batch.conn, int(time.time()))
         except BaseException:
-            _ROLLBACK_TO_SAVEPOINT.run(batch.conn)
-            _RELEASE_SAVEPOINT.run(batch.conn)
+            if not batch.conn.invalidated:  # else the transaction is gone with it
+                _ROLLBACK_TO_SAVEPOINT.run(batch.conn)
+                _RELEASE_SAVEPOINT.run(batch.conn)
             raise
         _RELEASE_SAVEPOINT.run(batch.conn)
     batch.writers += 1

@@ -22,6 +22,25 @@ from sqlalchemy import Connection, exc
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.expression import Executable
 
+_SQLITE_READONLY = 8  # the primary code; its extended codes keep it in their low byte
+_PG_READ_ONLY_SQL_TRANSACTION = "25006"
+
+
+def read_only_connection(error: BaseException) -> bool:
+    """Was a write refused because the connection itself is read-only?
+
+    A SQLite connection that opened its file while the file could not be written (made
+    immutable, on a file system remounted read-only) keeps its read-only descriptor for
+    good, and a PostgreSQL session begun read-only (``default_transaction_read_only``, a
+    standby) keeps that default: once the store can be written again, only a new
+    connection can write. Such a connection is treated as lost, and replaced.
+    """
+    orig = getattr(error, "orig", None) or error
+    code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF == _SQLITE_READONLY
+    return getattr(orig, "sqlstate", None) == _PG_READ_ONLY_SQL_TRANSACTION
+
 
 @dataclass(frozen=True)
 class _Compiled:
@@ -72,7 +91,9 @@ class Prepared:
             else:
                 cursor.execute(compiled.sql, self._args(compiled, params))
         except dbapi.Error as e:
-            lost = conn.dialect.is_disconnect(e, conn.connection.dbapi_connection, cursor)
+            lost = read_only_connection(e) or conn.dialect.is_disconnect(
+                e, conn.connection.dbapi_connection, cursor
+            )
             if cursor is not None:
                 cursor.close()
             if lost:  # as SQLAlchemy does: a dead connection must not go back to the pool
