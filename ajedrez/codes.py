@@ -54,6 +54,9 @@ class Reply(IntEnum):
     F_NOTSELF = 808  # UNSU names another user than the one logged in
     F_DEADLINE = 809  # a line was not completed in time; the connection closes
     F_ADDRLIMIT = 810  # too many connections from the client's address; it closes
+    F_LOGINTIME = 811  # no login within the grace time, or dropped for a newcomer; it closes
+    F_SUBSRATE = 812  # SUBS: too many requests from this address lately; try later
+    F_SUBSFULL = 813  # SUBS: the pending requests are at their cap (this address, or all)
     # -- failures: accounts ----------------------------------------------------
     F_NOUSER = 814  # no active user of that name (code fixed by the seed)
     F_PASINV = 815  # wrong password

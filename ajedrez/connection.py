@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ajedrez.server")
 
+# Where a connection's password check stands (Connection.login_state).
+_NO_SLOT, _QUEUED, _HOLDING, _CHECKING = range(4)
+_LINES_WHILE_LOGIN_WAITS = 8  # lines read ahead while a password check waits its turn
+
 
 class Connection(asyncio.Protocol):
     def __init__(self, reactor: Reactor) -> None:
@@ -52,6 +56,12 @@ class Connection(asyncio.Protocol):
         self.line_started: float | None = None  # the unfinished line's first byte
         self.timer: asyncio.TimerHandle | None = None
         self.timer_due = 0.0
+        # A password check (PASS, UNSU) and its place in the address's queue: see throttle.py.
+        self.login: tuple[bytes, str] | None = None  # the line and the name it tries
+        self.login_state = _NO_SLOT
+        self.login_timer: asyncio.TimerHandle | None = None
+        self.slot_waiter = lambda: self._guarded(self._slot_ready)
+        self.grace_timer: asyncio.TimerHandle | None = None
 
     @property
     def idle(self) -> bool:
@@ -80,8 +90,11 @@ class Connection(asyncio.Protocol):
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         r = self.reactor
-        self.session = Session(r.accounts, r.games, peer, self.address, r.throttle)
+        self.session = Session(r.accounts, r.games, peer, self.address, r.throttle, r.subs_limit)
         self._arm_timer(self.lim.idle_timeout)
+        self.grace_timer = self.loop.call_later(
+            self.lim.login_grace, self._guarded, self._grace_over
+        )
 
     def connection_lost(self, exc: Exception | None) -> None:
         if exc is not None:
@@ -89,6 +102,9 @@ class Connection(asyncio.Protocol):
         self.closing = True
         if self.timer is not None:
             self.timer.cancel()
+        if self.grace_timer is not None:
+            self.grace_timer.cancel()
+        self._drop_login()
         if self.session is not None:  # not a refused one
             self.reactor.left(self)
 
@@ -110,6 +126,16 @@ class Connection(asyncio.Protocol):
         """The client sent all it will: answer what it sent, then close. Over TLS the
         transport closes at once whatever this returns (as with asyncio's streams)."""
         self.eof = True
+        if self.login_state in (_QUEUED, _HOLDING):
+            # A password check that has to wait, from a client that has sent all it will:
+            # it is taken for gone, as a client that closes is indistinguishable from one
+            # that only half-closes. Its place goes to the next at once. A login that need
+            # not wait (a clean address) runs even after the client's EOF.
+            log.info("dropping a delayed login from %s: the client closed its side", self.who())
+            self._drop_login()
+            self.busy = False
+            self.close()
+            return False
         if self.idle:
             self.close()
         return self.transport is not None and self.transport.get_extra_info("sslcontext") is None
@@ -153,21 +179,64 @@ class Connection(asyncio.Protocol):
     def _start_in_thread(self, session: Session, line: bytes) -> None:
         self.busy = True
         user = session.login_attempt(line)
-        delay = self.reactor.throttle.reserve(session.address, user) if user is not None else 0.0
-        if delay > 0:
-            log.info("delaying a login of %r from %s by %.1f s", user, session.peer, delay)
-            self.loop.call_later(delay, self._guarded, lambda: self._in_thread(session, line))
-        else:
+        if user is None:
             self._in_thread(session, line)
+            return
+        self.login = (line, user)
+        self.login_state = _QUEUED
+        if self.reactor.throttle.enter(session.address, self.slot_waiter):
+            self._slot_ready()
+        else:
+            self._flow()
 
-    def _in_thread(self, session: Session, line: bytes) -> None:
-        r = self.reactor
-        if self.closing:  # the client left, or the stop's grace ran out, during a delay
+    def _slot_ready(self) -> None:
+        """This connection holds its address's login slot: wait out the delay, then check."""
+        session = self.session
+        assert session is not None and self.login is not None
+        self.login_state = _HOLDING
+        self.login_timer = None
+        if self.closing:  # the client left, or the stop's grace ran out, while it queued
+            self._drop_login()
             self.busy = False
             return
-        pool = r.hash_pool if session.costs_a_hash(line) else r.pool
+        line, user = self.login
+        throttle = self.reactor.throttle
+        delay = throttle.wait(session.address, user)
+        if delay > 0:
+            log.info("delaying a login of %r from %s by %.1f s", user, session.peer, delay)
+            self.login_timer = self.loop.call_later(delay, self.slot_waiter)
+            self._flow()
+            return
+        throttle.checking(session.address, user)
+        self.login_state = _CHECKING
+        work = self._in_thread(session, line)
+        when_done(work, lambda _done: self._guarded(lambda: self._drop_login(checked=True)))
+
+    def _drop_login(self, *, checked: bool = False) -> None:
+        """Give up this connection's place in its address's login queue, if it has one.
+        A check already running keeps the slot until it is done (``checked``), so that a
+        client leaving mid-check does not let the next guess run beside it."""
+        if self.login_state == _CHECKING and not checked:
+            return
+        state, self.login_state = self.login_state, _NO_SLOT
+        if self.login_timer is not None:
+            self.login_timer.cancel()
+            self.login_timer = None
+        self.login = None
+        throttle = self.reactor.throttle
+        if state == _QUEUED:
+            throttle.cancel(self.address, self.slot_waiter)
+        elif state in (_HOLDING, _CHECKING):
+            throttle.leave(self.address)
+
+    def _in_thread(self, session: Session, line: bytes) -> asyncio.Future[Any]:
+        r = self.reactor
+        pool = r.pool
+        if session.costs_a_hash(line):
+            pool = r.subs_pool if line.startswith(b"SUBS:") else r.hash_pool
         work = self.loop.run_in_executor(pool, session.handle_line, line)
         self._wait(work, lambda done: done.result())
+        return work
 
     def _wait(self, work: asyncio.Future[Any], outcome: Callable[[Any], Outcome]) -> None:
         """Answer once ``work`` is done, then go on with the lines behind it. Nothing
@@ -191,7 +260,10 @@ class Connection(asyncio.Protocol):
         client's further bytes, and TCP slows it down)."""
         if self.transport is None or self.closing:
             return
-        waiting = bool(self.lines) or self.write_paused
+        # While a password check waits its turn, reading goes on (up to a few lines), so
+        # that a client who leaves is noticed and its place given up at once.
+        allowed = _LINES_WHILE_LOGIN_WAITS if self.login_state in (_QUEUED, _HOLDING) else 0
+        waiting = len(self.lines) > allowed or self.write_paused
         if waiting and not self.reading_paused:
             self.reading_paused = True
             self.transport.pause_reading()
@@ -210,6 +282,10 @@ class Connection(asyncio.Protocol):
         self.buffer.max_line = (
             self.lim.max_line if session.logged_in else self.lim.max_line_before_login
         )
+        if session.logged_in and self.grace_timer is not None:
+            self.grace_timer.cancel()
+            self.grace_timer = None
+            self.reactor.authenticated(self)
         if outcome.close or self.reactor.stopping:
             self.close()
 
@@ -222,6 +298,25 @@ class Connection(asyncio.Protocol):
             self.abort()
 
     # -- closing and timeouts ----------------------------------------------------------
+
+    def _grace_over(self) -> None:
+        self.grace_timer = None
+        session = self.session
+        if self.closing or session is None or session.logged_in:
+            return
+        log.info("closing %s: no login within %g s", self.who(), self.lim.login_grace)
+        self.drop(
+            Reply.F_LOGINTIME,
+            f"no login within {self.lim.login_grace:g} s of connecting; closing",
+        )
+
+    def drop(self, code: Reply, reason: str) -> None:
+        """End the session at once with one reply saying why; a command in progress
+        completes unanswered."""
+        if self.closing or self.transport is None:
+            return
+        self.transport.write(encode_reply(code, reason))
+        self.close()
 
     def close(self) -> None:
         """Close once the replies written so far have left."""

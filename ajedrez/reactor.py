@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import socket
 import ssl
 from collections import Counter
@@ -23,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .codes import Reply
 from .connection import Connection
+from .ratelimit import RateLimit
 from .service import Accounts, Games
 from .settings import Limits
 from .throttle import LoginThrottle
@@ -58,20 +60,30 @@ class Reactor:
         self.sockets = sockets or {}
         lim = self.limits
         self.throttle = LoginThrottle(
-            lim.login_delay_base, lim.login_delay_max, lim.login_forget_after
+            lim.login_delay_base,
+            lim.login_delay_max,
+            lim.login_forget_after,
+            lim.login_name_budget,
+            lim.login_name_window,
         )
+        self.subs_limit = RateLimit(lim.subs_per_address, lim.subs_window)
         self.pool = ThreadPoolExecutor(command_threads, thread_name_prefix="command")
         # Commands that hash a password run in their own few threads: that caps the
         # argon2 work at once (19 MiB each), and glibc keeps a freed argon2 buffer in the
         # arena of the thread that used it, so few threads also means little memory kept
         # (bench/idle.py: ~345 MiB of arenas when every command thread had hashed).
         self.hash_pool = ThreadPoolExecutor(lim.max_password_checks, thread_name_prefix="password")
+        # SUBS hashes in threads of their own: a flood of requests never takes a login's turn.
+        self.subs_pool = ThreadPoolExecutor(
+            lim.max_subscription_hashes, thread_name_prefix="subscription"
+        )
         self.stopping = False
         self._servers: list[asyncio.Server] = []
         self._connections: set[Connection] = set()
         self._stop_requested = asyncio.Event()
         self._all_left = asyncio.Event()  # set once stopping and no connection is left
         self._per_address: Counter[str] = Counter()
+        self._unauthenticated: dict[Connection, None] = {}  # insertion-ordered set
 
     async def start(self) -> list[tuple[str, str, int]]:
         """Open the listeners; returns (kind, host, port) of each."""
@@ -116,25 +128,56 @@ class Reactor:
                 conn.abort()
         for server in self._servers:
             await server.wait_closed()
-        for pool in (self.pool, self.hash_pool):
+        for pool in (self.pool, self.hash_pool, self.subs_pool):
             pool.shutdown(wait=True, cancel_futures=True)
         log.info("all sessions closed")
 
     # -- connections (called by connection.Connection) --------------------------------
 
     def refusal(self, address: str) -> tuple[Reply, str] | None:
-        if self.stopping or len(self._connections) >= self.limits.max_connections:
-            return Reply.E_BUSY, "too many connections; try again later"
-        if self._per_address[address] >= self.limits.max_connections_per_address:
-            limit = self.limits.max_connections_per_address
+        """Why a new connection from ``address`` cannot be served, or None. When the
+        server is full, or holds its most connections that have not logged in, one of
+        those (never a logged-in player's) is dropped at random to make room, as
+        OpenSSH's MaxStartups does: a flood of silent connections cannot keep a player
+        out, and the flood's own connections are the likeliest to go."""
+        lim = self.limits
+        if self.stopping:
+            return Reply.E_BUSY, "the server is stopping; try again later"
+        if self._per_address[address] >= lim.max_connections_per_address:
+            limit = lim.max_connections_per_address
             return Reply.F_ADDRLIMIT, f"too many connections from your address (limit {limit})"
+        full = len(self._connections) >= lim.max_connections
+        if full or len(self._unauthenticated) >= lim.max_unauthenticated:
+            if not self._unauthenticated:
+                return Reply.E_BUSY, "too many connections; try again later"
+            victim = random.choice(list(self._unauthenticated))
+            log.warning(
+                "dropping %s, not logged in, to make room (%d connections, %d not logged in)",
+                victim.who(),
+                len(self._connections),
+                len(self._unauthenticated),
+            )
+            self.authenticated(victim)
+            victim.drop(
+                Reply.F_LOGINTIME,
+                "the server is full of connections that have not logged in; yours was "
+                "dropped to make room: log in sooner after connecting",
+            )
+            if full:
+                self.left(victim)  # its place is free now, before its transport closes
         return None
 
     def joined(self, conn: Connection) -> None:
         self._connections.add(conn)
         self._per_address[conn.address] += 1
+        self._unauthenticated[conn] = None
+
+    def authenticated(self, conn: Connection) -> None:
+        """``conn`` logged in (or is leaving): it no longer counts as not logged in."""
+        self._unauthenticated.pop(conn, None)
 
     def left(self, conn: Connection) -> None:
+        self._unauthenticated.pop(conn, None)
         if conn not in self._connections:
             return
         self._connections.discard(conn)

@@ -163,8 +163,14 @@ async def _serve(
     tls: ssl.SSLContext | None,
     listeners: Listeners | None = None,
 ) -> int:
+    lim = settings.limits
+    accounts = Accounts(
+        db,
+        max_pending=lim.max_pending_subscriptions,
+        max_pending_per_address=lim.max_pending_per_address,
+    )
     reactor = Reactor(
-        Accounts(db),
+        accounts,
         Games(db),
         settings.host,
         settings.port,

@@ -26,6 +26,7 @@ from .commands import (
     parse_args,
 )
 from .errors import TRANSIENT_RETRIES, Failure, StorageError, TransientStorageError
+from .ratelimit import RateLimit
 from .service import Accounts, Caller, Games
 from .service.games import GameStatus, MoveRecord
 from .throttle import LoginThrottle
@@ -66,12 +67,14 @@ class Session:
         peer: str = "-",
         address: str = "-",
         throttle: LoginThrottle | None = None,
+        subs_limit: RateLimit | None = None,
     ) -> None:
         self.accounts = accounts
         self.games = games
         self.peer = peer  # "host:port", for logs
         self.address = address  # the client's host alone, for the login throttle
         self.throttle = throttle
+        self.subs_limit = subs_limit  # SUBS per client address (ratelimit.py)
         self.pending_user: str | None = None
         self.caller: Caller | None = None
         self._handlers: dict[str, Callable[..., Outcome]] = {
@@ -140,9 +143,12 @@ class Session:
         return self._handlers[name](*args)
 
     def login_attempt(self, raw: bytes) -> str | None:
-        """The user name this line tries a password for, if it is such a PASS."""
+        """The user name this line tries a password for: a PASS after USER, or an UNSU
+        (which checks the logged-in user's password). The transport throttles these."""
         if raw.startswith(b"PASS:") and self.pending_user and not self.logged_in:
             return self.pending_user
+        if raw.startswith(b"UNSU:") and self.caller is not None:
+            return self.caller.name
         return None
 
     def runs_inline(self, raw: bytes) -> bool:
@@ -215,12 +221,31 @@ class Session:
         return self._reply(Reply.S_PASSWD, self.caller.name)
 
     def do_SUBS(self, name: str, password: str, comment: str) -> Outcome:
-        self.accounts.subscribe(name, password, comment)
+        if self.subs_limit is not None:
+            wait = self.subs_limit.allow(self.address)
+            if wait > 0:
+                log.warning("subscription request for %r from %s refused: rate", name, self.peer)
+                return self._reply(
+                    Reply.F_SUBSRATE,
+                    f"too many subscription requests from your address; try again in "
+                    f"{max(1, round(wait / 60))} minute(s)",
+                )
+        self.accounts.subscribe(name, password, comment, self.address)
         log.info("subscription request for %r from %s", name, self.peer)
         return self._reply(Reply.S_SUBS)
 
     def do_UNSU(self, name: str, password: str) -> Outcome:
-        self.accounts.unsubscribe(self._me, name, password)
+        try:
+            self.accounts.unsubscribe(self._me, name, password)
+        except Failure as f:
+            if f.code != Reply.F_PASINV:
+                raise
+            # A wrong password here is a failed login: throttled, logged, and the end of
+            # the session, so a logged-in session is no faster a password oracle than PASS.
+            log.warning("failed login (UNSU) for %r from %s", self._me.name, self.peer)
+            if self.throttle is not None:
+                self.throttle.failed(self.address, self._me.name)
+            return self._reply(f.code, f"{f.reason}; closing", close=True)
         log.info("account closed by its user %s", self.who())
         return self._reply(Reply.S_UNSU, close=True)
 

@@ -36,7 +36,18 @@ class Limits:
     login_delay_base: float = 2.0  # the delay after the first failed PASS; doubles after
     login_delay_max: float = 15.0
     login_forget_after: float = 900.0  # seconds after the last failure a record is dropped
-    max_password_checks: int = 4  # argon2 verifications running at once (19 MiB each)
+    # Failures on one name, from all addresses, within login_name_window seconds, after
+    # which the addresses that failed on it share one queue for it (throttle.py).
+    login_name_budget: int = 30
+    login_name_window: float = 3600.0
+    max_password_checks: int = 4  # argon2 verifications of PASS and UNSU at once (19 MiB each)
+    max_subscription_hashes: int = 1  # SUBS hashing at once, apart from the logins' threads
+    login_grace: float = 60.0  # seconds a connection has to log in (OpenSSH's LoginGraceTime)
+    max_unauthenticated: int = 256  # connections not logged in at once (OpenSSH's MaxStartups)
+    subs_per_address: int = 5  # SUBS from one address per subs_window seconds
+    subs_window: float = 3600.0
+    max_pending_subscriptions: int = 1000  # requests waiting for the administrator, in all
+    max_pending_per_address: int = 3  # ... and from one client address
 
 
 @dataclass(frozen=True)
@@ -165,7 +176,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         ("login_delay_base", "seconds of delay after a first failed PASS"),
         ("login_delay_max", "longest delay after failed PASS"),
         ("login_forget_after", "seconds after which failed logins are forgotten"),
-        ("max_password_checks", "password verifications running at once"),
+        ("login_name_budget", "failures on one name an hour before its attackers queue"),
+        ("login_name_window", "seconds over which failures on one name are counted"),
+        ("max_password_checks", "password verifications (PASS, UNSU) running at once"),
+        ("max_subscription_hashes", "SUBS password hashes running at once"),
+        ("login_grace", "seconds a connection has to log in"),
+        ("max_unauthenticated", "connections not logged in at once"),
+        ("subs_per_address", "SUBS requests from one address per subs window"),
+        ("subs_window", "seconds over which SUBS requests are counted"),
+        ("max_pending_subscriptions", "subscription requests pending in all"),
+        ("max_pending_per_address", "subscription requests pending from one address"),
     ):
         default = getattr(lim, name)
         kind = type(default)

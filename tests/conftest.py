@@ -111,8 +111,8 @@ class ServerProcess:
     database_url: str
     log: list[str] = field(default_factory=list)
 
-    def connect(self, timeout: float = 20.0) -> Conn:
-        return Conn(self.host, self.port, timeout)
+    def connect(self, timeout: float = 20.0, source: str | None = None) -> Conn:
+        return Conn(self.host, self.port, timeout, source=source)
 
     def log_text(self) -> str:
         return "\n".join(self.log)
@@ -137,6 +137,10 @@ def start_server(
         "127.0.0.1",
         "--port",
         "0",
+        # Every test's clients come from 127.0.0.1 and share one database: the caps on
+        # SUBS per address would soon refuse them. The tests of those caps set their own
+        # (a later option overrides an earlier one).
+        *("--subs-per-address", "1000000", "--max-pending-per-address", "1000000"),
         *extra,
     ]
     proc = subprocess.Popen(

@@ -30,9 +30,17 @@ class Closed(Exception):
 
 class Conn:
     def __init__(
-        self, host: str, port: int, timeout: float = 20.0, tls: ssl.SSLContext | None = None
+        self,
+        host: str,
+        port: int,
+        timeout: float = 20.0,
+        tls: ssl.SSLContext | None = None,
+        source: str | None = None,
     ) -> None:
-        raw = socket.create_connection((host, port), timeout=timeout)
+        """``source``: the local address to connect from (any of 127.0.0.0/8 on loopback),
+        so one test can be many clients."""
+        where = None if source is None else (source, 0)
+        raw = socket.create_connection((host, port), timeout=timeout, source_address=where)
         raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock = tls.wrap_socket(raw, server_hostname=host) if tls else raw
         self._buf = b""

@@ -159,41 +159,79 @@ class FakeClock:
 def test_throttle_delays_grow_and_cap() -> None:
     clock = FakeClock()
     t = LoginThrottle(base=2, maximum=15, forget_after=900, clock=clock)
-    assert t.reserve("1.2.3.4", "ana") == 0
+    assert t.wait("1.2.3.4", "ana") == 0
     waits = []
     for _ in range(6):
         t.failed("1.2.3.4", "ana")
-        wait = t.reserve("1.2.3.4", "ana")
+        wait = t.wait("1.2.3.4", "ana")
         waits.append(wait)
         clock.now += wait  # the attempt happens when allowed, and fails again
     assert waits == [2, 4, 8, 15, 15, 15]
 
 
-def test_throttle_reservations_serialise_parallel_attempts() -> None:
+def test_throttle_is_per_address_and_per_pair_not_per_name() -> None:
     clock = FakeClock()
     t = LoginThrottle(base=2, maximum=15, clock=clock)
     t.failed("1.2.3.4", "ana")
-    assert [t.reserve("1.2.3.4", f"user{i}") for i in range(4)] == [2, 4, 6, 8]
+    assert t.wait("5.6.7.8", "ana") == 0  # a clean address: the name alone holds no one
+    assert t.wait("1.2.3.4", "bob") == 2  # the same address, another name
+    assert t.wait("5.6.7.8", "bob") == 0
 
 
-def test_throttle_is_per_address_and_per_user() -> None:
+def test_a_clean_address_is_never_held_up_by_strangers() -> None:
     clock = FakeClock()
-    t = LoginThrottle(base=2, maximum=15, clock=clock)
-    t.failed("1.2.3.4", "ana")
-    assert t.reserve("5.6.7.8", "bob") == 0  # another address, another user
-    assert t.reserve("5.6.7.8", "ana") == 2  # another address, same user
-    assert t.reserve("1.2.3.4", "bob") == 2  # same address, another user
+    t = LoginThrottle(base=2, maximum=15, name_budget=30, clock=clock)
+    for i in range(300):  # 300 failures on ana from 10 addresses
+        t.failed(f"10.0.0.{i % 10}", "ana")
+    assert t.wait("192.0.2.1", "ana") == 0  # the real user, from home
+
+
+def test_past_the_name_budget_its_attackers_share_one_queue() -> None:
+    clock = FakeClock()
+    t = LoginThrottle(base=2, maximum=15, name_budget=30, name_window=3600, clock=clock)
+    for i in range(30):
+        t.failed(f"10.0.{i}.1", "ana")  # 30 addresses, one failure each
+    clock.now += 20  # every address's own delay has passed
+    assert t.wait("10.0.0.1", "bob") == 0  # another name: only the address's own delay
+    assert t.wait("10.0.0.1", "ana") == 0  # the name's queue is free: one goes ...
+    t.checking("10.0.0.1", "ana")
+    assert t.wait("10.0.1.1", "ana") == 15  # ... and the others wait behind it
+    assert t.wait("10.0.2.1", "ana") == 15
+    clock.now += 15
+    assert t.wait("10.0.2.1", "ana") == 0
+    assert t.wait("192.0.2.1", "ana") == 0  # clean addresses pass throughout
+    clock.now += 3601  # the window passes: the budget is whole again
+    assert t.wait("10.0.3.1", "ana") == 0
+    assert len(t) == 0  # and every record is forgotten
+
+
+def test_one_check_per_address_at_a_time_in_arrival_order() -> None:
+    t = LoginThrottle()
+    called: list[str] = []
+    waiters = {name: (lambda name=name: called.append(name)) for name in "abcd"}
+    assert t.enter("1.2.3.4", waiters["a"])  # free: a holds it
+    assert t.enter("5.6.7.8", waiters["d"])  # another address has its own slot
+    assert not t.enter("1.2.3.4", waiters["b"])
+    assert not t.enter("1.2.3.4", waiters["c"])
+    assert t.queued("1.2.3.4") == 2
+    t.cancel("1.2.3.4", waiters["b"])  # b's client left while it queued: b is dropped
+    t.leave("1.2.3.4")  # a is done: the slot goes to c
+    assert called == ["c"]
+    t.leave("1.2.3.4")
+    assert t.queued("1.2.3.4") == 0
+    assert t.enter("1.2.3.4", waiters["a"])  # free again
+    t.cancel("1.2.3.4", waiters["c"])  # not queued: nothing happens
 
 
 def test_success_and_time_clear_the_throttle() -> None:
     clock = FakeClock()
-    t = LoginThrottle(base=2, maximum=15, forget_after=900, clock=clock)
+    t = LoginThrottle(base=2, maximum=15, forget_after=900, name_window=600, clock=clock)
     t.failed("1.2.3.4", "ana")
-    t.succeeded("9.9.9.9", "ana")  # the real user logs in from elsewhere
-    assert t.reserve("9.9.9.9", "ana") == 0
+    t.succeeded("1.2.3.4", "ana")  # the real user typed it right at last
+    assert t.wait("1.2.3.4", "ana") == 0
     t.failed("1.2.3.4", "bob")
     clock.now += 901
-    assert t.reserve("1.2.3.4", "bob") == 0
+    assert t.wait("1.2.3.4", "bob") == 0
     assert len(t) == 0
 
 
@@ -335,8 +373,10 @@ class CountingAccounts:
         self.most = 0
         self.threads: set[str] = set()
         self.lock = threading.Lock()
+        self.subscribed = 0
+        self.subscribed_before_login = -1
 
-    def subscribe(self, name: str, password: str, comment: str) -> None:
+    def subscribe(self, name: str, password: str, comment: str, address: str = "") -> None:
         with self.lock:
             self.running += 1
             self.most = max(self.most, self.running)
@@ -344,6 +384,17 @@ class CountingAccounts:
         time.sleep(0.2)
         with self.lock:
             self.running -= 1
+            self.subscribed += 1
+
+    def check_active(self, name: str) -> None:
+        pass
+
+    def login(self, name: str, password: str):  # type: ignore[no-untyped-def]
+        from ajedrez.service import Caller
+
+        with self.lock:
+            self.subscribed_before_login = self.subscribed
+        return Caller(1, name)
 
 
 class NoGames:
@@ -362,7 +413,7 @@ def test_password_hashes_are_capped() -> None:
     accounts = CountingAccounts()
 
     async def scenario() -> list[bytes]:
-        limits = Limits(max_password_checks=2)
+        limits = Limits(max_subscription_hashes=2, subs_per_address=100)
         reactor = Reactor(accounts, NoGames(), "127.0.0.1", 0, limits, command_threads=16)  # type: ignore[arg-type]
         (_, host, port), *_ = await reactor.start()
 
@@ -383,6 +434,41 @@ def test_password_hashes_are_capped() -> None:
     assert accounts.most == 2  # 8 at once, 16 threads free, yet never more than 2 hashing
     # ...and always the same 2 threads, so at most 2 allocator arenas keep argon2 buffers.
     assert len(accounts.threads) == 2, accounts.threads
+
+
+def test_a_login_does_not_queue_behind_subscription_hashes() -> None:
+    import asyncio
+
+    from ajedrez.reactor import Reactor
+
+    accounts = CountingAccounts()
+
+    async def scenario() -> bytes:
+        limits = Limits(max_subscription_hashes=1, subs_per_address=100)
+        reactor = Reactor(accounts, NoGames(), "127.0.0.1", 0, limits, command_threads=16)  # type: ignore[arg-type]
+        (_, host, port), *_ = await reactor.start()
+        flood = []
+        for i in range(10):  # 10 SUBS of 0.2 s each, one at a time: 2 s of hashing
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(f"SUBS:flood{i}:secret:\r\n".encode())
+            flood.append((reader, writer))
+        await asyncio.sleep(0.1)
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(b"USER:ana\r\nPASS:secret\r\n")
+        await reader.readexactly(6 + 3)  # 101 ana
+        header = await reader.readexactly(6)
+        for r, w in flood:
+            await r.readexactly(6)
+            w.close()
+        writer.close()
+        reactor.stop()
+        await reactor.serve_until_stopped()
+        return header
+
+    header = asyncio.run(scenario())
+    assert header[:3] == b"102", header
+    # The login was checked while most of the flood still waited for its hash.
+    assert 0 <= accounts.subscribed_before_login <= 3, accounts.subscribed_before_login
 
 
 # -- graceful stop ---------------------------------------------------------------------------

@@ -784,7 +784,7 @@ def test_unsu_wrong_password(login, new_user, db):
     name = new_user()
     c = login(name)
     assert_failure(c.cmd(f"UNSU:{name}:wrong password"), 815)
-    assert_logged_in(c)
+    assert c.is_closed()  # a failed login: no second guess on this session
     assert user_row(db, name).active is True
 
 

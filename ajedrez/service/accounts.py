@@ -111,24 +111,18 @@ class Accounts:
             ) from None
 
     def _check_pending(self, conn: Connection, address: str) -> None:
+        pending = select(func.count()).select_from(Subscription)
         total = self.max_pending
-        if total is not None and (
-            conn.scalar(select(func.count()).select_from(Subscription)) or 0
-        ) >= total:
+        if total is not None and (conn.scalar(pending) or 0) >= total:
             raise Failure(
                 Reply.F_SUBSFULL,
                 f"the administrator has {total} subscription requests to answer already; "
                 "try again later",
             )
         mine = self.max_pending_per_address
-        if mine is not None and address and (
-            conn.scalar(
-                select(func.count())
-                .select_from(Subscription)
-                .where(Subscription.requested_from == address[:64])
-            )
-            or 0
-        ) >= mine:
+        if mine is None or not address:
+            return
+        if (conn.scalar(pending.where(Subscription.requested_from == address[:64])) or 0) >= mine:
             raise Failure(
                 Reply.F_SUBSFULL,
                 f"{mine} subscription requests from your address are waiting for the "
