@@ -50,6 +50,7 @@ from sqlalchemy.engine import URL, ExceptionContext
 
 from ..errors import TRANSIENT_RETRIES, StorageError, TransientStorageError
 from .batches import BatchThread, LoopBatches
+from .open_marks import OpenMarks
 from .prepared import Prepared, PreparedMany, read_only_connection
 from .writer_process import WriterClient
 
@@ -277,6 +278,7 @@ class Database:
         self._all_readers: list[Connection] = []
         self._readers_pid = os.getpid()
         self._file_lock = _FileLock(None)
+        self._open_marks: OpenMarks | None = None
         if self.is_sqlite:
             self._prepare_sqlite_path(create)
             # Unbounded overflow: a writer takes the process write lock before a connection,
@@ -287,6 +289,8 @@ class Database:
             )
             self._install_sqlite_hooks(self.engine, self.busy_timeout_ms)
             self._replace_read_only_connections(self.engine)
+            if self._open_marks is not None:
+                event.listen(self.engine, "connect", self._mark_open)
         else:
             self.engine = create_engine(
                 self.url,
@@ -305,6 +309,13 @@ class Database:
                 raise StorageError(f"no database file at {path}")
             path.parent.mkdir(parents=True, exist_ok=True)
             self._file_lock = _FileLock(path.with_name(path.name + "-writer.lock"))
+            # Before any connection: the first would create a new WAL in place of one lost.
+            self._open_marks = OpenMarks(path)
+            self._open_marks.check()
+
+    def _mark_open(self, _dbapi_conn: object, _record: object) -> None:
+        if self._open_marks is not None:
+            self._open_marks.mark()
 
     @staticmethod
     def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int) -> None:
@@ -404,6 +415,8 @@ class Database:
             finally:
                 self._write_lock.release()
         self.engine.dispose()
+        if self._open_marks is not None:
+            self._open_marks.unmark()
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[Connection]:
