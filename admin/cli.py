@@ -46,6 +46,12 @@ PURGE_DESCRIPTION = (
     "challenges stay). On a terminal it says how many games it will remove and asks first "
     "(--yes: do not ask); with standard input not a terminal it proceeds without asking."
 )
+# Existing accounts may be called '-h' or '--yes' (only new names may not start with '-');
+# as a bare argument such a name would be read as an option.
+NAME_EPILOG = (
+    "A user name that starts with '-' goes after '--', which ends the options: "
+    "ajedrez-admin users remove -- -h"
+)
 
 
 class AdminError(Exception):
@@ -62,7 +68,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="ajedrez-admin", description="AdmChess: administer Ajedrez.")
+    p = _Parser(
+        prog="ajedrez-admin", description="AdmChess: administer Ajedrez.", epilog=NAME_EPILOG
+    )
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     p.add_argument("--database-url", help="SQLAlchemy URL (default as for ajedrez-server)")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -81,21 +89,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     up.set_defaults(created=None)
 
+    name_help = "the account's name (after '--' when it starts with '-')"
     password_help = (
         "read the password from the first line of standard input (what happens anyway "
         "when standard input is not a terminal; on a terminal it is asked for twice)"
     )
     users = top.add_parser("users", help="accounts").add_subparsers(dest="action", required=True)
     add = users.add_parser("add", help="create an active account")
-    add.add_argument("name")
+    add.add_argument("name", help="the new account's name: not starting with '-' or '.'")
     add.add_argument("--password-stdin", action="store_true", help=password_help)
     add.add_argument("--comment", default="", help="full name or other note")
     users.add_parser("list", help="all accounts")
-    remove = users.add_parser("remove", help="close an account (as its UNSU would)")
-    remove.add_argument("name")
+    remove = users.add_parser(
+        "remove", help="close an account (as its UNSU would)", epilog=NAME_EPILOG
+    )
+    remove.add_argument("name", help=name_help)
     remove.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    passwd = users.add_parser("passwd", help="set an account's password")
-    passwd.add_argument("name")
+    passwd = users.add_parser("passwd", help="set an account's password", epilog=NAME_EPILOG)
+    passwd.add_argument("name", help=name_help)
     passwd.add_argument("--password-stdin", action="store_true", help=password_help)
 
     subs = top.add_parser("subs", help="subscription requests").add_subparsers(
@@ -103,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subs.add_parser("list", help="pending requests")
     for verb, text in (("approve", "create the account"), ("reject", "drop the request")):
-        subs.add_parser(verb, help=text).add_argument("name")
+        subs.add_parser(verb, help=text, epilog=NAME_EPILOG).add_argument("name", help=name_help)
 
     games = top.add_parser("games", help="games").add_subparsers(dest="action", required=True)
     games.add_parser("list", help="all games")
@@ -289,6 +300,13 @@ def _checked(parse: Callable[[str], object], value: str) -> str:
     return value
 
 
+def _shown(text: str) -> str:
+    """Stored text for a listing's line: what is not printable (U+202E, a line
+    separator, a control character) as an escape such as \\u202e, so that no stored
+    text, however old, can reorder or forge a row."""
+    return values.escaped(text)
+
+
 def _date(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M")
 
@@ -310,21 +328,39 @@ def db_upgrade(db: Database, args: argparse.Namespace) -> None:
     if args.created is not None:
         print(f"new database created at {args.created}")
     print("database schema is up to date")
+    clashes = Accounts(db).name_clashes()
+    if clashes:
+        print(
+            "accounts whose names differ only in case (all keep working; no new account "
+            "can take these names; the first of each line holds the name):"
+        )
+        for names in clashes:
+            print("  " + ", ".join(_shown(n) for n in names))
 
 
 def users_add(db: Database, args: argparse.Namespace) -> None:
-    name = _checked(values.usuario, args.name)
+    name = _checked(values.new_usuario, args.name)
     comment = _checked(values.comentario, args.comment)
     Accounts(db).add_user(name, _read_password(name), comment, by=_actor())
     print(f"user {name} added")
 
 
 def users_list(db: Database, _args: argparse.Namespace) -> None:
-    rows = Accounts(db).list_users()
+    accounts = Accounts(db)
+    rows = accounts.list_users()
+    clashes = accounts.name_clashes()
+    clashing = {n for names in clashes for n in names}
     print(f"{'NAME':<32}  {'STATUS':<8}  {'ADMITTED':<16}  {'WINS':>5}  COMMENT")
     for u in rows:
         status = "active" if u.active else "closed"
-        print(f"{u.name:<32}  {status:<8}  {_date(u.admitted_at):<16}  {u.wins:>5}  {u.comment}")
+        # '*' is in no user name: the mark cannot be mistaken for part of one.
+        name = _shown(u.name) + ("*" if u.name in clashing else "")
+        print(
+            f"{name:<32}  {status:<8}  {_date(u.admitted_at):<16}  {u.wins:>5}  {_shown(u.comment)}"
+        )
+    if clashes:
+        groups = "; ".join(" = ".join(_shown(n) for n in names) for names in clashes)
+        print(f"* names that differ only in case: {groups}")
 
 
 def users_remove(db: Database, args: argparse.Namespace) -> None:
@@ -354,7 +390,7 @@ def subs_list(db: Database, _args: argparse.Namespace) -> None:
         return
     print(f"{'NAME':<32}  {'REQUESTED':<16}  COMMENT")
     for s in pending:
-        print(f"{s.name:<32}  {_date(s.requested_at):<16}  {s.comment}")
+        print(f"{_shown(s.name):<32}  {_date(s.requested_at):<16}  {_shown(s.comment)}")
 
 
 def subs_approve(db: Database, args: argparse.Namespace) -> None:
@@ -380,9 +416,9 @@ def _print_games(rows: list[GameListing]) -> None:
         status = "active" if g.status == 0 else "finished"
         result = WINNERS[g.winner] if g.status else "*"
         print(
-            f"{values.format_partida(g.game_id):<8}  {g.white:<16}  {g.black:<16}  "
-            f"{status:<8}  {result:<7}  {g.plies:>5}  {_date(g.changed_at):<16}  "
-            f"{g.end_reason or ''}"
+            f"{values.format_partida(g.game_id):<8}  {_shown(g.white):<16}  "
+            f"{_shown(g.black):<16}  {status:<8}  {result:<7}  {g.plies:>5}  "
+            f"{_date(g.changed_at):<16}  {_shown(g.end_reason or '')}"
         )
 
 
@@ -427,7 +463,10 @@ def audit_list(db: Database, args: argparse.Namespace) -> None:
         return
     print(f"{'WHEN (UTC)':<16}  {'WHO':<16}  {'ACTION':<12}  {'TARGET':<16}  DETAIL")
     for e in rows:
-        print(f"{_date(e.at):<16}  {e.actor:<16}  {e.action:<12}  {e.target:<16}  {e.detail}")
+        print(
+            f"{_date(e.at):<16}  {_shown(e.actor):<16}  {_shown(e.action):<12}  "
+            f"{_shown(e.target):<16}  {_shown(e.detail)}"
+        )
 
 
 COMMANDS: dict[tuple[str, str], Callable[[Database, argparse.Namespace], None]] = {

@@ -12,6 +12,7 @@ _DIGITS = re.compile(r"[0-9]+")
 _JUGADA = re.compile(r"[a-h][1-8][a-h][1-8]")
 _POSICION = re.compile(r"[0-9]{4}")
 _FORBIDDEN = (":", "\r", "\n")
+_UNSTORED = ("Cc", "Cf", "Zl", "Zp")  # control, format, line and paragraph separators
 FECHA_WIDTH = 11
 MAX_PLY = 100_000  # far beyond any legal game (the 75-move rule ends one long before)
 
@@ -24,6 +25,16 @@ def usuario(value: str) -> str:
     return value
 
 
+def new_usuario(value: str) -> str:
+    """A name for a new account (SUBS, ``users add``): a ``usuario`` that does not start
+    with '-' or '.', which a shell or ``ajedrez-admin`` would take for an option or a path.
+    Existing accounts with such names keep working: only ``usuario`` applies to them."""
+    usuario(value)
+    if value[0] in "-.":
+        raise ValueError(f"invalid user name '{value}': a new name may not start with '-' or '.'")
+    return value
+
+
 def password(value: str) -> str:
     if not 1 <= len(value) <= 128 or any(c in value for c in _FORBIDDEN):
         raise ValueError("invalid password: 1-128 characters, none of them ':', CR or LF")
@@ -31,14 +42,18 @@ def password(value: str) -> str:
 
 
 def comentario(value: str) -> str:
-    # Beyond the contract's ':', CR and LF, no control character either: a NUL cannot be
-    # stored in a PostgreSQL text column, and the others would garble the admin's listings.
-    if len(value) > 200 or any(
-        c in _FORBIDDEN or (unicodedata.category(c) == "Cc" and c != "\t") for c in value
-    ):
-        raise ValueError(
-            "invalid comment: at most 200 characters, no ':', CR, LF or other control character"
-        )
+    # Beyond the contract's ':', CR and LF: no control character (a NUL cannot be stored
+    # in a PostgreSQL text column; a TAB shifts the admin's columns), no format character
+    # (U+202E reverses what follows it, zero-width ones hide text) and no line or
+    # paragraph separator: each would let a comment forge a row of the admin's listings.
+    if len(value) > 200:
+        raise ValueError("invalid comment: at most 200 characters")
+    for c in value:
+        if c in _FORBIDDEN or unicodedata.category(c) in _UNSTORED:
+            raise ValueError(
+                f"invalid comment: '{escaped(c)}' is not allowed (no ':', CR, LF, nor any "
+                "control, format or line-separator character: TAB, U+202E, zero-width ones)"
+            )
     return value
 
 
@@ -120,3 +135,17 @@ def shown(value: str) -> str:
     """A client-supplied value fit for a one-line reason: no control characters, short."""
     cleaned = "".join(c if c.isprintable() else "?" for c in value)
     return cleaned if len(cleaned) <= 40 else cleaned[:40] + "..."
+
+
+def escaped(text: str) -> str:
+    """``text`` for one line of a listing: every character Python does not call printable
+    (controls, format characters such as U+202E, separators, unassigned code points) as an
+    escape like ``\\u202e``, so text stored before it was refused cannot forge a line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

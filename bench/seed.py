@@ -33,6 +33,7 @@ def seed_users(database_url: str, names: list[str], password: str = PASSWORD) ->
     rows = [
         {
             "name": name,
+            "name_key": name.lower(),
             "password_hash": password_hash,
             "comment": "",
             "active": True,

@@ -307,6 +307,7 @@ def insert_users(db: Database, names: list[str], password_hash: str) -> None:
     rows = [
         {
             "name": n,
+            "name_key": n.lower(),
             "password_hash": password_hash,
             "comment": "",
             "active": True,

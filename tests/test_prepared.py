@@ -15,6 +15,7 @@ from tests.conftest import unique_name
 _INSERT = Prepared(
     insert(User).values(
         name=bindparam("p_name"),
+        name_key=bindparam("p_key"),
         password_hash="x",
         comment="",
         active=True,
@@ -33,7 +34,10 @@ def test_rows_rowcounts_and_a_conflict(db):
     prefix = unique_name("pp")
     with db.write() as tx:
         for i in range(3):
-            assert _INSERT.run(tx.conn, p_name=f"{prefix}{i}", p_at=tx.stamp) == 1
+            assert (
+                _INSERT.run(tx.conn, p_name=f"{prefix}{i}", p_key=f"{prefix}{i}", p_at=tx.stamp)
+                == 1
+            )
     with db.read() as conn:
         row = _BY_NAME.first(conn, name=f"{prefix}1")
         assert (row.name, row.wins) == (f"{prefix}1", 0)
@@ -42,7 +46,7 @@ def test_rows_rowcounts_and_a_conflict(db):
     with db.write() as tx:
         assert _WINS.run(tx.conn, prefix=f"{prefix}%", w=7) == 3
     with pytest.raises(Conflict), db.write() as tx:
-        _INSERT.run(tx.conn, p_name=f"{prefix}0", p_at=tx.stamp)  # the name is unique
+        _INSERT.run(tx.conn, p_name=f"{prefix}0", p_key=f"{prefix}0", p_at=tx.stamp)  # unique
     with db.read() as conn:
         expected = conn.execute(
             select(User.name, User.wins).where(User.name.like(f"{prefix}%")).order_by(User.name)

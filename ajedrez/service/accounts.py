@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, or_, select, update
 
 from ..codes import Reply
 from ..errors import Failure
 from ..passwords import hash_password, verify
 from ..storage.db import Conflict, Database, Tx
 from ..storage.models import REMOVED_CHALLENGE, GameRequest, Subscription, User
-from ..values import format_partida
+from ..values import format_partida, new_usuario
 from . import audit, games
 
 
@@ -86,19 +86,21 @@ class Accounts:
         return Caller(row.id, name)
 
     def subscribe(self, name: str, password: str, comment: str, address: str = "") -> None:
-        """SUBS from the client at ``address``. The caps on pending requests are checked
-        before the (slow) hash, and again in the transaction that stores it."""
+        """SUBS from the client at ``address``. The name and the caps on pending requests
+        are checked before the (slow) hash, and again in the transaction that stores it."""
+        _check_new_name(name)
         with self.db.read() as conn:
+            _check_name_free(conn, name)
             self._check_pending(conn, address)
         password_hash = hash_password(password)
         try:
             with self.db.write() as tx:
-                if _user_id(tx, name) is not None:
-                    raise Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken")
+                _check_name_free(tx.conn, name)
                 self._check_pending(tx.conn, address)
                 tx.conn.execute(
                     insert(Subscription).values(
                         name=name,
+                        name_key=name.lower(),
                         password_hash=password_hash,
                         comment=comment,
                         requested_at=tx.stamp,
@@ -106,9 +108,7 @@ class Accounts:
                     )
                 )
         except Conflict:
-            raise Failure(
-                Reply.F_NAMETAKEN, f"an account for '{name}' has been requested already"
-            ) from None
+            raise self._taken(name) from None
 
     def _check_pending(self, conn: Connection, address: str) -> None:
         pending = select(func.count()).select_from(Subscription)
@@ -156,6 +156,7 @@ class Accounts:
     def add_user(
         self, name: str, password: str, comment: str = "", *, by: str | None = None
     ) -> None:
+        _check_new_name(name)
         self._create_user(name, hash_password(password), comment, by)
 
     def list_users(self) -> list[UserInfo]:
@@ -171,6 +172,24 @@ class Accounts:
                 ).order_by(User.name)
             ).all()
         return [UserInfo(*row) for row in rows]
+
+    def name_clashes(self) -> list[list[str]]:
+        """Accounts whose names differ only in case, which only accounts made before names
+        were compared regardless of case can be: one list per name, first the account
+        that holds it (``name_key``; new accounts cannot take it), then the others. They
+        all keep working: login compares names exactly."""
+        lowered = func.lower(User.name)
+        shared = select(lowered).group_by(lowered).having(func.count() > 1)
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(User.name)
+                .where(lowered.in_(shared))
+                .order_by(lowered, User.name_key.is_(None), User.id)
+            ).all()
+        groups: dict[str, list[str]] = {}
+        for (name,) in rows:
+            groups.setdefault(name.lower(), []).append(name)
+        return list(groups.values())
 
     def remove_user(self, name: str, *, by: str | None = None) -> list[int]:
         """Returns the ids of the active games the user forfeited."""
@@ -206,10 +225,17 @@ class Accounts:
                 ).first()
                 if row is None:
                     raise Failure(Reply.F_NOUSER, f"no subscription request for '{name}'")
+                # A request filed before these rules held may break them: it can only be
+                # rejected, and the reason says so.
+                try:
+                    _check_new_name(name)
+                    _check_name_free(tx.conn, name, requests=False)
+                except Failure as f:
+                    raise Failure(f.code, f"{f.reason}: reject the request") from None
                 self._insert_user(tx, name, row.password_hash, row.comment)
                 audit.record(tx, by, "subs approve", name)
         except Conflict:
-            raise Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken") from None
+            raise self._taken(name, requests=False) from None
 
     def reject(self, name: str, *, by: str | None = None) -> None:
         with self.db.write() as tx:
@@ -225,22 +251,28 @@ class Accounts:
     ) -> None:
         try:
             with self.db.write() as tx:
-                pending = tx.conn.scalar(select(Subscription.id).where(Subscription.name == name))
-                if pending is not None:
-                    raise Failure(
-                        Reply.F_NAMETAKEN,
-                        f"'{name}' has a pending subscription request: approve or reject it",
-                    )
+                _check_name_free(tx.conn, name)
                 self._insert_user(tx, name, password_hash, comment)
                 audit.record(tx, by, "users add", name, comment)
         except Conflict:
-            raise Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken") from None
+            raise self._taken(name) from None
+
+    def _taken(self, name: str, *, requests: bool = True) -> Failure:
+        """The failure for a write a unique index refused: another session took the name
+        (in any case) between the check and the insert; the reason names its spelling."""
+        try:
+            with self.db.read() as conn:
+                _check_name_free(conn, name, requests=requests)
+        except Failure as f:
+            return f
+        return Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken")
 
     @staticmethod
     def _insert_user(tx: Tx, name: str, password_hash: str, comment: str) -> None:
         tx.conn.execute(
             insert(User).values(
                 name=name,
+                name_key=name.lower(),
                 password_hash=password_hash,
                 comment=comment,
                 active=True,
@@ -279,5 +311,38 @@ class Accounts:
             return forfeited
 
 
-def _user_id(tx: Tx, name: str) -> int | None:
-    return tx.conn.scalar(select(User.id).where(User.name == name))
+def _check_new_name(name: str) -> None:
+    try:
+        new_usuario(name)
+    except ValueError as e:
+        raise Failure(Reply.F_PARAM, str(e)) from None
+
+
+def _check_name_free(conn: Connection, name: str, *, requests: bool = True) -> None:
+    """A new account or request may not take a name that differs only in case from an
+    account's (active or closed: names are never reused) or, with ``requests``, from a
+    pending request's. ``name_key`` finds it through its index; the exact name also finds
+    an account that clashed before the rule and has no key."""
+    key = name.lower()
+    spelled = conn.scalar(
+        select(User.name).where(or_(User.name_key == key, User.name == name)).limit(1)
+    )
+    if spelled is not None:
+        raise Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken{_as(name, spelled)}")
+    if not requests:
+        return
+    spelled = conn.scalar(
+        select(Subscription.name)
+        .where(or_(Subscription.name_key == key, Subscription.name == name))
+        .limit(1)
+    )
+    if spelled is not None:
+        raise Failure(
+            Reply.F_NAMETAKEN,
+            f"an account for '{name}' has been requested already{_as(name, spelled)}, "
+            "awaiting the administrator's answer",
+        )
+
+
+def _as(name: str, spelled: str) -> str:
+    return "" if spelled == name else f" (as '{spelled}')"
