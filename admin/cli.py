@@ -331,8 +331,7 @@ def db_upgrade(db: Database, args: argparse.Namespace) -> None:
     clashes = Accounts(db).name_clashes()
     if clashes:
         print(
-            "accounts whose names differ only in case (all keep working; no new account "
-            "can take these names; the first of each line holds the name):"
+            "accounts whose names differ only in case (all keep working; the first holds the name):"
         )
         for names in clashes:
             print("  " + ", ".join(_shown(n) for n in names))
@@ -341,7 +340,9 @@ def db_upgrade(db: Database, args: argparse.Namespace) -> None:
 def users_add(db: Database, args: argparse.Namespace) -> None:
     name = _checked(values.new_usuario, args.name)
     comment = _checked(values.comentario, args.comment)
-    Accounts(db).add_user(name, _read_password(name), comment, by=_actor())
+    accounts = Accounts(db)
+    accounts.check_name_free(name)  # refused before the password is asked for, not after
+    accounts.add_user(name, _read_password(name), comment, by=_actor())
     print(f"user {name} added")
 
 

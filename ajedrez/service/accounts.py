@@ -151,6 +151,12 @@ class Accounts:
 
     # -- administrator side ------------------------------------------------------------
 
+    def check_name_free(self, name: str) -> None:
+        """``users add``: may an account be made with this name? (Asked again when it is.)"""
+        _check_new_name(name)
+        with self.db.read() as conn:
+            _check_name_free(conn, name)
+
     # ``by``: the operating-system user running ajedrez-admin, recorded in the audit trail
     # in the transaction of the change (service/audit.py); None records nothing.
     def add_user(
