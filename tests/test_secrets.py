@@ -111,6 +111,10 @@ def test_no_password_in_database_logs_or_replies(server, db, database_url):
         assert c.cmd(f"SUBS:{unique_name('sb')}:{pw['subs-after-login']}:").code == 103
         assert c.cmd(f"UNSU:{player}:{pw['unsu-not-self']}").code == 808
         assert c.cmd(f"UNSU:{applicant}:{pw['unsu-wrong']}").code == 815
+        assert c.is_closed()  # a wrong password in UNSU is a failed login
+    with rec.connect() as c:
+        assert c.cmd(f"USER:{applicant}").code == 101
+        assert c.cmd(f"PASS:{pw['subs-before-login']}").code == 102  # after the delay
         assert c.cmd(f"UNSU:{applicant}:{pw['subs-before-login']}").code == 104
         assert c.is_closed()
     with rec.connect() as c:

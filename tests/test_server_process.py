@@ -66,16 +66,23 @@ def test_max_connections(database_url, db, new_user):
         a, b = srv.connect(), srv.connect()
         login(a, name)
         assert b.cmd("HELP:QUIT").code == 110  # admitted, even before login
-        with srv.connect(timeout=5) as third:
-            r = third.reply()
+        # Full: the newcomer gets in, and the one connection not logged in makes room.
+        third = srv.connect(timeout=5)
+        r = b.reply()
+        assert r.code == 811 and "to make room" in r.text, r
+        assert b.is_closed()
+        login(third, name)
+        # Full of logged-in sessions: the next one is refused.
+        with srv.connect(timeout=5) as fourth:
+            r = fourth.reply()
             assert r.code == 402
             assert not r.more and r.text and "\n" not in r.text
-            assert third.is_closed()
-        # The two admitted sessions are not disturbed by the refusal.
+            assert fourth.is_closed()
+        # The two logged-in sessions are not disturbed by the refusal.
         assert a.cmd("JAUT:99999999999").code == 201
-        assert b.cmd("HELP:QUIT").code == 110
-        b.send("QUIT")
-        assert b.is_closed()
+        assert third.cmd("HELP:QUIT").code == 110
+        third.send("QUIT")
+        assert third.is_closed()
         fresh: list[Conn] = []
         assert wait_for(lambda: admitted(srv, name, fresh))
         assert fresh[0].cmd("JAUT:99999999999").code == 201
