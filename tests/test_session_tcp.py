@@ -653,13 +653,16 @@ def test_subs_hash_is_salted(server, db):
     assert subscription_row(db, a).password_hash != subscription_row(db, b).password_hash
 
 
-def test_subs_names_compared_exactly(server, new_user, db):
+def test_subs_names_unique_regardless_of_case(server, new_user, db):
     name = new_user("case")
     variant = name.upper()
     with server.connect() as c:
-        assert c.cmd(f"SUBS:{variant}:clave:").code == 103
+        r = c.cmd(f"SUBS:{variant}:clave:")
+        assert_failure(r, 816)
+        assert r.text == f"the name '{variant}' is taken (as '{name}')"
         assert_failure(c.cmd(f"SUBS:{name}:clave:"), 816)
-    assert subscription_row(db, variant) is not None
+        assert c.cmd(f"USER:{variant}").code == 814  # login compares names exactly
+    assert subscription_row(db, variant) is None
     assert subscription_row(db, name) is None
 
 
