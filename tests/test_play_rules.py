@@ -1159,6 +1159,7 @@ def test_unsubscribe_forfeits_active_games(login, new_user, db):
     u, v, w, q, r_, x = (new_user("us") for _ in range(6))
     cu, cv, cw, cq, cr, cx = (login(n) for n in (u, v, w, q, r_, x))
     cu2 = login(u)  # a second session of the leaving user
+    cu3 = login(u)  # and a third, which a wrong password in UNSU closes
     g1 = challenge_and_accept(u, cu, v, cv)  # u white
     g1.play("e4", "e5")
     g2 = challenge_and_accept(w, cw, u, cu)  # u black
@@ -1169,7 +1170,8 @@ def test_unsubscribe_forfeits_active_games(login, new_user, db):
     assert cr.cmd(f"JUEG:{u}").code == 200  # a challenge to u
     wins_before = {n: wins(db, n) for n in (u, v, w, x)}
 
-    assert cu.cmd(f"UNSU:{u}:wrong password").code == 815
+    assert cu3.cmd(f"UNSU:{u}:wrong password").code == 815
+    assert cu3.is_closed()
     assert cu.cmd(f"UNSU:{v}:{PASSWORD}").code == 808
     assert stat(cv, g1.pid).status == 0
     r = cu.cmd(f"UNSU:{u}:{PASSWORD}")
