@@ -62,11 +62,18 @@ def own(own_db: tuple[str, Database]) -> Iterator[tuple[Accounts, Games, ServerP
 # -- game ids ------------------------------------------------------------------------------
 
 
-def test_a_purged_games_id_is_never_given_again(own_db):
+@pytest.fixture
+def services(own_db: tuple[str, Database]) -> tuple[Accounts, Games]:
+    """The services on a database of the test's own, with players ana and bob."""
     _url, database = own_db
-    accounts, games = Accounts(database), Games(database)
+    accounts = Accounts(database)
     for name in ("ana", "bob"):
         accounts.add_user(name, PASSWORD)
+    return accounts, Games(database)
+
+
+def test_a_purged_games_id_is_never_given_again(services):
+    accounts, games = services
     first = finished_game(accounts, games, "ana", "bob")
     second = finished_game(accounts, games, "ana", "bob")
     assert games.purge_finished() == [first, second]
@@ -74,11 +81,8 @@ def test_a_purged_games_id_is_never_given_again(own_db):
     assert third > second
 
 
-def test_purge_filters_and_dry_run(own_db):
-    _url, database = own_db
-    accounts, games = Accounts(database), Games(database)
-    for name in ("ana", "bob"):
-        accounts.add_user(name, PASSWORD)
+def test_purge_filters_and_dry_run(services):
+    accounts, games = services
     gid = finished_game(accounts, games, "ana", "bob")
     assert games.purge_finished(finished_before=0) == []  # finished after 1970
     assert games.purge_finished(dry_run=True) == [gid]
