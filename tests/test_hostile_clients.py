@@ -53,7 +53,7 @@ def test_held_attempts_from_a_stranger_do_not_delay_the_user(srv, new_user):
         c.send(WRONG)
         held.append(c)
     # Before: the victim's correct login waited 479 s behind these.
-    assert timed_login(srv, victim, "127.0.0.3") < 2.0
+    assert timed_login(srv, victim, "127.0.0.3") < 5.0
     for c in held:
         c.close()
 
@@ -64,7 +64,7 @@ def test_dropped_attempts_from_many_addresses_do_not_delay_the_user(srv, new_use
         c = srv.connect(timeout=60, source=f"127.0.1.{i % 10 + 1}")
         c.send(f"USER:{victim}\r\n{WRONG}")
         c.close()
-    assert timed_login(srv, victim, "127.0.2.1") < 2.0  # before: 4,514 s
+    assert timed_login(srv, victim, "127.0.2.1") < 5.0  # before: 4,514 s
 
 
 def test_a_burst_from_one_address_is_checked_one_at_a_time(database_url, new_user):
