@@ -316,10 +316,6 @@ class Cache:
     def games(self) -> list[CachedGame]:
         return [CachedGame(**dict(r)) for r in self.db.execute("SELECT * FROM games ORDER BY id")]
 
-    def last_ply(self, gid: str) -> int:
-        row = self.db.execute("SELECT MAX(ply) AS m FROM moves WHERE game=?", (gid,)).fetchone()
-        return int(row["m"] or 0)
-
     def moves(self, gid: str) -> list[CachedMove]:
         rows = self.db.execute(
             "SELECT ply, jugada, reverso, posicion, promocion, san, at FROM moves "

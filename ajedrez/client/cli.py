@@ -43,17 +43,12 @@ from .config import ConfigError, Settings, default_data_dir, resolve, save_confi
 from .errors import (
     ClientError,
     ConnectionLost,
-    DrawPending,
-    GameOver,
-    IllegalMove,
     NameTaken,
     NoChallenge,
     NoSuchGame,
     NoSuchUser,
     NotEspol,
-    NotYourTurn,
     ProtocolError,
-    ProtocolFailure,
     ReplyError,
     ServerError,
     StalePly,
@@ -1131,9 +1126,7 @@ def _describe(e: ClientError, app: App) -> CliError:
             f"the server could not do it now: {e.reason} ({e.code} {e.name}); try again later",
             EXIT_SERVER,
         )
-    if isinstance(e, NotYourTurn | GameOver | IllegalMove | DrawPending):
-        return CliError(f"{e.reason} ({e.code} {e.name})")
-    if isinstance(e, ReplyError | ProtocolFailure):
+    if isinstance(e, ReplyError):
         return CliError(f"{e.reason} ({e.code} {e.name})")
     if isinstance(e, NotEspol):
         return CliError(

@@ -8,7 +8,6 @@ The password is never read from or written to any file.
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -177,8 +176,3 @@ def resolve(
         if (tls_ca or file.get("tls_ca"))
         else None,
     )
-
-
-def env_password(env: Mapping[str, str] | None = None) -> str | None:
-    env = os.environ if env is None else env
-    return env.get("AJEDREZ_PASSWORD") or None

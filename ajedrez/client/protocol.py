@@ -495,8 +495,6 @@ class Client:
         """JUEG: challenge ``user``."""
         self.request("JUEG", user)
 
-    jueg = juego
-
     def acep(self, color: str, user: str) -> str:
         """Accept ``user``'s challenge playing ``color`` (B or N); returns the new game id."""
         if color not in (WHITE, BLACK):

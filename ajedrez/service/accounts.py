@@ -145,10 +145,6 @@ class Accounts:
             ).all()
             return tx.stamp, list(names)
 
-    def is_active(self, caller: Caller) -> bool:
-        with self.db.read() as conn:
-            return bool(conn.scalar(select(User.active).where(User.id == caller.id)))
-
     # -- administrator side ------------------------------------------------------------
 
     def check_name_free(self, name: str) -> None:
