@@ -1,8 +1,10 @@
-"""How fast this machine is today, next to ``../shared/baselines.md``.
+"""How fast this machine is today, next to the reference figures of its kind.
 
-Machines of one kind differ from day to day; before comparing figures from two sessions,
-run this on both: the median time of ``chess.Board(fen)`` (python-chess, pure Python) and
+Machines of one kind differ from day to day; before comparing figures from two runs,
+run this before each: the median time of ``chess.Board(fen)`` (python-chess, pure Python) and
 the rate of one-row SQLite commits in WAL mode with ``synchronous=FULL`` (the fsync).
+The reference figures, 42 µs and 6,118 commits/s, are those of a quiet 2-vCPU machine of
+the kind ``docs/performance.md`` was measured on.
 
 ``--disk-seconds N`` also times ``fdatasync`` of a small write, about 300 a second for N
 seconds, as SQLite's commits do, and prints its percentiles and the syncs that took
@@ -94,10 +96,10 @@ def main() -> None:
         "--disk-seconds", type=float, default=0, help="also time fdatasync for this long (0)"
     )
     args = p.parse_args()
-    print(f"chess.Board(fen): {board_from_fen_us():.0f} us median (baselines.md: 42)")
+    print(f"chess.Board(fen): {board_from_fen_us():.0f} us median (reference: 42)")
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         rate = sqlite_commits_per_second(Path(tmp))
-        print(f"SQLite WAL synchronous=FULL: {rate:,.0f} commits/s (baselines.md: 6,118)")
+        print(f"SQLite WAL synchronous=FULL: {rate:,.0f} commits/s (reference: 6,118)")
         if args.disk_seconds > 0:
             print(_disk_report(fdatasync_ms(Path(tmp), args.disk_seconds), args.disk_seconds))
 

@@ -1,6 +1,6 @@
 """A Markdown table of several runs' JSON reports, one row each (for docs/performance.md).
 
-.venv/bin/python -m bench.compare /tmp/sqlite-10.json /tmp/sqlite-100.json ...
+.venv/bin/python -m bench.compare bench/out/sqlite-10.json bench/out/sqlite-100.json ...
 """
 
 from __future__ import annotations

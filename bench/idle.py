@@ -1,7 +1,7 @@
 """Idle connections: thousands of logged-in sessions held open while new logins are timed.
 
     .venv/bin/python -m bench.idle --start-server --database-url sqlite:////tmp/idle.sqlite3 \\
-        --connections 10000 --json /tmp/idle.json
+        --connections 10000 --json bench/out/idle.json
 
 The target: 10,000 concurrent connections held (idle, logged in) with under 1 GiB resident
 memory in the server, while a new login still answers in under 100 ms at p99.
@@ -72,7 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--settle", type=float, default=5.0, help="idle seconds before sampling (5)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a reply")
     p.add_argument("--user-prefix", help="account name prefix (default: random per run)")
-    p.add_argument("--json", type=Path, metavar="PATH", help="also write every figure as JSON")
+    p.add_argument(
+        "--json",
+        type=Path,
+        metavar="PATH",
+        help="also write every figure as JSON (say bench/out/NAME.json: git ignores bench/out/)",
+    )
     p.add_argument("--label", default="", help="free text stored in the JSON scenario")
     server = p.add_argument_group("with --start-server")
     server.add_argument(

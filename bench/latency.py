@@ -1,8 +1,8 @@
 """Request latency of PPEN, STAT, SPAR and JGDA, one request at a time, for the scale test.
 
     .venv/bin/python -m bench.latency --start-server --snapshot \\
-        --database-url sqlite:////tmp/big.sqlite3 --samples 2000 --json /tmp/big.json
-    .venv/bin/python -m bench.latency --compare /tmp/small.json /tmp/big.json
+        --database-url sqlite:////tmp/big.sqlite3 --samples 2000 --json bench/out/big.json
+    .venv/bin/python -m bench.latency --compare bench/out/small.json bench/out/big.json
 
 Meant for a database seeded by ``bench/seed_games.py``, whose probe users
 (``probe_00000``...) each have the same 10 games whatever the database's size. Flow:
@@ -483,7 +483,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a reply")
     p.add_argument("--seed", type=int, default=1, help="seed of the move choices (1)")
     p.add_argument("--seed-meta", type=Path, help="bench.seed_games --meta JSON to embed")
-    p.add_argument("--json", type=Path, metavar="PATH", help="write every figure as JSON")
+    p.add_argument(
+        "--json",
+        type=Path,
+        metavar="PATH",
+        help="write every figure as JSON (say bench/out/NAME.json: git ignores bench/out/)",
+    )
     p.add_argument("--label", default="", help="free text stored in the JSON")
     server = p.add_argument_group("with --start-server")
     src = server.add_mutually_exclusive_group()

@@ -1,7 +1,7 @@
 """The load generator: many players playing real games against one Ajedrez server.
 
     .venv/bin/python -m bench.load --start-server --database-url sqlite:////tmp/b.sqlite3 \\
-        --clients 100 --duration 30 --json /tmp/b.json
+        --clients 100 --duration 30 --json bench/out/b.json
 
 Flow: seed 2 accounts per game straight into the database (one shared password hash);
 log every player in (connect, USER, PASS); start the pairs (JUEG, TRAN, ACEP, then moves,
@@ -116,7 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="random games played out before the run, which the pairs then play (100)",
     )
     p.add_argument("--user-prefix", help="account name prefix (default: random per run)")
-    p.add_argument("--json", type=Path, metavar="PATH", help="also write every figure as JSON")
+    p.add_argument(
+        "--json",
+        type=Path,
+        metavar="PATH",
+        help="also write every figure as JSON (say bench/out/NAME.json: git ignores bench/out/)",
+    )
     p.add_argument("--label", default="", help="free text stored in the JSON scenario")
     server = p.add_argument_group("with --start-server")
     server.add_argument("--max-connections", type=int, help="passed to the server")
@@ -139,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--py-spy",
         type=Path,
         metavar="OUT",
-        help="profile the server with py-spy over the window (.svg or raw stacks)",
+        help="profile the server with py-spy over the window (.svg or raw stacks; say bench/out/)",
     )
     p.add_argument("--py-spy-gil", action="store_true", help="py-spy: only the GIL holder")
     return p

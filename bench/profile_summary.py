@@ -1,7 +1,7 @@
 """Summarise a py-spy raw profile (collapsed stacks) or ``py-spy dump`` of the server.
 
-    .venv/bin/python -m bench.profile_summary /tmp/server.txt [--rate 100 --seconds 25]
-    .venv/bin/python -m bench.profile_summary --dump /tmp/dump1.txt /tmp/dump2.txt
+    .venv/bin/python -m bench.profile_summary bench/out/server.txt [--rate 100 --seconds 25]
+    .venv/bin/python -m bench.profile_summary --dump bench/out/dump1.txt bench/out/dump2.txt
 
 Prints the share of samples by protocol command (the ``Session.do_XXX`` frame on the
 stack), by where the innermost time went (SQLite driver, SQLAlchemy, python-chess,
@@ -124,7 +124,8 @@ def thread_state(frames: list[str], cmd: str) -> str:
         return "accept loop"
     if "Server._serve_client" in top and "server.py:108" in top:
         return "waiting for the next request (recv)"
-    # _locked_transaction: servers before group commit (commit 41c9f3f).
+    # _locked_transaction: the lock wait of a server without group commit (a --server-source
+    # snapshot older than 41c9f3f), so that dumps of it can be compared.
     if any(f in top for f in ("_locked_transaction", "_enter_write_lock", "_FileLock.acquire")):
         return "waiting for the write lock"
     if "_leave_batch" in top:

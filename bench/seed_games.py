@@ -1,7 +1,7 @@
 """Bulk-seed a database with many games and their moves, for the scale benchmark.
 
     .venv/bin/python -m bench.seed_games --database-url sqlite:////tmp/big.sqlite3 \\
-        --games 1000000 --meta /tmp/big.seed.json
+        --games 1000000 --meta bench/out/big.seed.json
 
 Flow:
 
@@ -725,7 +725,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk", type=int, default=50_000, help="games per transaction (50000)")
     p.add_argument("--seed", type=int, default=1, help="random seed (1)")
     p.add_argument("--no-analyze", action="store_true", help="skip ANALYZE at the end")
-    p.add_argument("--meta", type=Path, help="write the summary (probe users, games) as JSON")
+    p.add_argument(
+        "--meta",
+        type=Path,
+        help="write the summary (probe users, games) as JSON (say bench/out/NAME.seed.json)",
+    )
     return p
 
 
@@ -743,6 +747,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     text = json.dumps(meta, indent=2) + "\n"
     if args.meta:
+        args.meta.parent.mkdir(parents=True, exist_ok=True)
         args.meta.write_text(text)
         log(f"wrote {args.meta}")
     else:

@@ -236,6 +236,7 @@ class PySpy:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        Path(self.args[self.args.index("--output") + 1]).parent.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
             self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
