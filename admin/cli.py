@@ -1,4 +1,4 @@
-"""``ajedrez-admin``: AdmChess, the administrator's command (seed 5.2, contract section 5).
+"""``ajedrez-admin``: AdmChess, the administrator's command (seed 5.2, docs/operations.md).
 
 Every failure is one line on stderr and a non-zero exit status: 1 for a refused action
 (unknown user, duplicate name, no such request, a confirmation not given), 2 for bad

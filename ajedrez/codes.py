@@ -1,6 +1,6 @@
 """Every reply code the server can send: the reconstructed annex A1 of ESPOL 2.0.
 
-Classes (contract section 1): 1xx-3xx success, 4xx-5xx system error (the command was
+Classes (docs/protocol.md section 1): 1xx-3xx success, 4xx-5xx system error (the command was
 not carried out because of the server), 8xx-9xx failure (the client's command was bad,
 not allowed now, or based on stale data). One meaning per code. ``docs/protocol.md``
 lists the same table; ``tests/test_docs.py`` checks that the two agree.
@@ -88,7 +88,7 @@ FAILURE_CLASSES = (8, 9)
 
 
 def reply_class(code: int) -> str:
-    """Return ``"success"``, ``"error"`` or ``"failure"`` for a code (contract section 1)."""
+    """Return ``"success"``, ``"error"`` or ``"failure"`` for a code (protocol.md section 1)."""
     first = code // 100
     if first in SUCCESS_CLASSES:
         return "success"

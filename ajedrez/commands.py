@@ -151,7 +151,7 @@ def parse_args(spec: Spec, line: Line) -> list[Any]:
     fields = line.fields
     most = len(spec.fields)
     least = most - spec.optional
-    # A trailing ':' that would make one field too many is ignored (contract section 1).
+    # A trailing ':' that would make one field too many is ignored (docs/protocol.md section 1).
     if len(fields) == most + 1 and fields[-1] == "":
         fields = fields[:-1]
     if not least <= len(fields) <= most:

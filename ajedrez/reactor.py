@@ -71,7 +71,7 @@ class Reactor:
         # Commands that hash a password run in their own few threads: that caps the
         # argon2 work at once (19 MiB each), and glibc keeps a freed argon2 buffer in the
         # arena of the thread that used it, so few threads also means little memory kept
-        # (bench/idle.py: ~345 MiB of arenas when every command thread had hashed).
+        # (bench/idle.py: ~345 MiB of arenas when every command thread may hash).
         self.hash_pool = ThreadPoolExecutor(lim.max_password_checks, thread_name_prefix="password")
         # SUBS hashes in threads of their own: a flood of requests never takes a login's turn.
         self.subs_pool = ThreadPoolExecutor(

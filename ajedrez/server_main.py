@@ -1,4 +1,4 @@
-"""``ajedrez-server`` / ``python -m ajedrez``: start the daemon (contract section 5)."""
+"""``ajedrez-server`` / ``python -m ajedrez``: start the daemon (docs/operations.md)."""
 
 from __future__ import annotations
 

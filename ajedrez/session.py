@@ -35,7 +35,7 @@ from .wire import LineError, encode_records, encode_reply, parse_line
 
 log = logging.getLogger("ajedrez.session")
 
-# Failures of these commands before login end the connection (contract section 3).
+# Failures of these commands before login end the connection (docs/protocol.md section 3).
 _LOGIN_COMMANDS = frozenset({"USER", "PASS"})
 
 

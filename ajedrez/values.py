@@ -1,5 +1,5 @@
-"""Field syntax of contract section 2: each parser returns the value or raises ValueError
-with a reason a person can act on."""
+"""Field syntax of ``docs/protocol.md`` section 2: each parser returns the value or raises
+ValueError with a reason a person can act on."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def password(value: str) -> str:
 
 
 def comentario(value: str) -> str:
-    # Beyond the contract's ':', CR and LF: no control character (a NUL cannot be stored
+    # Beyond ESPOL's ':', CR and LF: no control character (a NUL cannot be stored
     # in a PostgreSQL text column; a TAB shifts the admin's columns), no format character
     # (U+202E reverses what follows it, zero-width ones hide text) and no line or
     # paragraph separator: each would let a comment forge a row of the admin's listings.

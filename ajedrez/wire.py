@@ -1,4 +1,4 @@
-"""ESPOL 2.0 framing: command lines in, 6-byte-header replies out (contract section 1).
+"""ESPOL 2.0 framing: command lines in, 6-byte-header replies out (docs/protocol.md section 1).
 
 Nothing here does I/O: :class:`LineBuffer` turns received bytes into lines,
 :func:`parse_line` turns a line into a command code and fields, and :func:`encode_reply`

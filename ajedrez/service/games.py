@@ -88,7 +88,7 @@ Black = aliased(User)
 
 @dataclass(frozen=True)
 class GameSummary:
-    """PPEN record: ``opponent_color`` is the colour the opponent plays (contract)."""
+    """PPEN record: ``opponent_color`` is the colour the opponent plays (docs/protocol.md)."""
 
     game_id: int
     opponent: str

@@ -51,12 +51,12 @@ class LoopBatches:
     """SQLite: writes queued from an event loop run on that loop, one batch a turn.
 
     A SQLite batch is local calls taking about a millisecond (its fsync a fraction of
-    that). On a thread of its own (``BatchThread``) it spent more time waiting for the
-    GIL, held by the loop, than writing: each statement hands the GIL back. Run on the
+    that). On a thread of its own (``BatchThread``) it would spend more time waiting for
+    the GIL, held by the loop, than writing: each statement hands the GIL back. Run on the
     loop once the turn that queued it has read what there was to read, the batch holds
     every move of that turn, needs no hand-over, and its waiters are answered at once.
     The loop does stand still for the batch, the fsync included; at 2,000 moves/s that
-    measured better than the thread (``docs/performance.md``).
+    measures better than the thread (``docs/performance.md``).
     """
 
     def __init__(self, run_batch: RunBatch, max_batch: int) -> None:

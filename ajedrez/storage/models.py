@@ -33,7 +33,7 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-# Game status and result values are the protocol's own (contract section 2).
+# Game status and result values are the protocol's own (docs/protocol.md section 2).
 STATUS_ACTIVE = 0
 STATUS_FINISHED = 2
 WINNER_NONE = 0
