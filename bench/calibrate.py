@@ -1,7 +1,7 @@
 """How fast this machine is today, next to the reference figures of its kind.
 
-Machines of one kind differ from day to day; before comparing figures from two runs,
-run this before each: the median time of ``chess.Board(fen)`` (python-chess, pure Python) and
+Machines of one kind differ from day to day; before comparing figures from two runs, run
+this before each: the median time of ``chess.Board(fen)`` (python-chess, pure Python) and
 the rate of one-row SQLite commits in WAL mode with ``synchronous=FULL`` (the fsync).
 The reference figures, 42 µs and 6,118 commits/s, are those of a quiet 2-vCPU machine of
 the kind ``docs/performance.md`` was measured on.
@@ -11,7 +11,7 @@ seconds, as SQLite's commits do, and prints its percentiles and the syncs that t
 longer than 10 ms. This machine's virtual disk now and then stops completing writes for
 tens to hundreds of milliseconds; every durable commit waits for it then, whatever the
 server does, so a latency tail measured while it happens is the disk's
-(``docs/performance.md``, "Where JGDA's tail comes from").
+(``docs/performance.md``, "Why JGDA's p99 stays above 20 ms on SQLite").
 """
 
 from __future__ import annotations
