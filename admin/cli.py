@@ -192,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         print(file=sys.stderr)  # ends a prompt's line
         return _error(args, "interrupted", EXIT_REFUSED)
     except Exception as e:
-        url = redact(resolve_url(args.database_url))
-        return _error(args, f"cannot use the database {url}: {_one_line(e)}", EXIT_DATABASE)
+        shown = redact(resolve_url(args.database_url))
+        return _error(args, f"cannot use the database {shown}: {_one_line(e)}", EXIT_DATABASE)
     return 0
 
 

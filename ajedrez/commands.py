@@ -33,7 +33,9 @@ class Spec:
         return ":".join([self.name, *shown])
 
 
-def _spec(name: str, login: bool, summary: str, *fields: tuple[str, Parser], optional: int = 0):
+def _spec(
+    name: str, login: bool, summary: str, *fields: tuple[str, Parser], optional: int = 0
+) -> Spec:
     return Spec(name, fields, login, summary, optional)
 
 

@@ -20,6 +20,7 @@ import logging
 import socket
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from .codes import Reply
@@ -168,7 +169,7 @@ class Connection(asyncio.Protocol):
                     self._send(outcome)
                     continue
                 later = outcome.later
-                self._wait(later.work, lambda work, later=later: session.settled(later, work))
+                self._wait(later.work, partial(session.settled, later))
                 return
             self._start_in_thread(session, item)
             return

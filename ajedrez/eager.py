@@ -20,7 +20,7 @@ log = logging.getLogger("ajedrez.server")
 Callback = Callable[[asyncio.Future[Any]], None]
 
 
-class Eager(asyncio.Future):  # type: ignore[type-arg]
+class Eager(asyncio.Future[Any]):
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop=loop)
         self.waiters: list[Callback] = []

@@ -87,7 +87,9 @@ class Reactor:
 
     async def start(self) -> list[tuple[str, str, int]]:
         """Open the listeners; returns (kind, host, port) of each."""
-        listeners = [("plain", self.port, None)]
+        listeners: list[tuple[str, int | None, ssl.SSLContext | None]] = [
+            ("plain", self.port, None)
+        ]
         if self.tls is not None and self.tls_port is not None:
             listeners.append(("tls", self.tls_port, self.tls))
         opened = []
@@ -96,7 +98,7 @@ class Reactor:
             where = {"sock": shared} if shared else {"host": self.host, "port": port}
             server = await asyncio.get_running_loop().create_server(
                 lambda: Connection(self),
-                **where,  # type: ignore[arg-type]
+                **where,
                 backlog=LISTEN_BACKLOG,
                 ssl=context,
                 ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT if context else None,

@@ -63,7 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         log.error("cannot open the database %s: %s", redact(url), _one_line(e))
         return 1
     try:
-        tls = tls_context(settings.tls_cert, settings.tls_key) if settings.tls_cert else None
+        # Settings give both or neither.
+        tls = (
+            tls_context(settings.tls_cert, settings.tls_key)
+            if settings.tls_cert and settings.tls_key
+            else None
+        )
     except (OSError, ValueError) as e:
         log.error("cannot load the TLS certificate or key: %s", _one_line(e))
         return 1

@@ -215,7 +215,7 @@ class Games:
                         )
                         .returning(GameRequest.id)
                     ).first()
-                if consumed is None:
+                if consumed is None or challenger_id is None:
                     raise Failure(Reply.F_NOREQ, f"no open challenge from '{challenger}' to you")
                 white, black = (
                     (caller_id, challenger_id) if color == "B" else (challenger_id, caller_id)
@@ -693,7 +693,7 @@ def _finish_if_over(tx: Tx, game_id: int, row, plan: _Plan) -> None:  # type: ig
         _update_game(tx, game_id, **_finish_values(tx, row, winner, plan.outcome.termination))
 
 
-def _status(rows: list, caller_id: int, game_id: int) -> GameStatus:  # type: ignore[type-arg]
+def _status(rows: list[Any], caller_id: int, game_id: int) -> GameStatus:
     if not rows:
         raise _no_game(game_id)
     row = rows[0]
@@ -712,7 +712,7 @@ def _status(rows: list, caller_id: int, game_id: int) -> GameStatus:  # type: ig
     )
 
 
-def _moves_after(rows: list, caller_id: int, game_id: int, after: int) -> list[MoveRecord]:  # type: ignore[type-arg]
+def _moves_after(rows: list[Any], caller_id: int, game_id: int, after: int) -> list[MoveRecord]:
     if not rows:
         raise _no_game(game_id)
     _color_of(rows[0], caller_id, game_id)
@@ -721,17 +721,17 @@ def _moves_after(rows: list, caller_id: int, game_id: int, after: int) -> list[M
     return [MoveRecord(r.ply, r.jugada, r.reverso, r.posicion, r.promocion) for r in rows]
 
 
-def _then(rows: asyncio.Future[list], make: Callable[[list], T]) -> asyncio.Future[T]:  # type: ignore[type-arg]
+def _then(rows: asyncio.Future[list[Any]], make: Callable[[list[Any]], T]) -> asyncio.Future[T]:
     """A future of ``make(rows)``, computed on the loop once the rows are in (a task per
     read would cost more than the read's own work on the loop), and completed in the
     same callback (``eager.py``)."""
     result = Eager(rows.get_loop())
 
-    def done(found: asyncio.Future[list]) -> None:  # type: ignore[type-arg]
+    def done(found: asyncio.Future[list[Any]]) -> None:
         if found.cancelled():
             result.cancel()
             return
-        outcome = found.exception()
+        outcome: T | BaseException | None = found.exception()
         if outcome is None:
             try:
                 outcome = make(found.result())
@@ -784,7 +784,7 @@ _PLAY_ROW = Prepared(
 )
 # A batch of moves (_store_moves): every game row locked in id order.
 _PLAY_ROWS = Prepared(
-    select(Game.id, *_PLAY_ROW.statement.selected_columns)  # type: ignore[attr-defined]
+    select(Game.id, *_PLAY_ROW.statement.selected_columns)
     .where(Game.id == any_(bindparam("gids", type_=ARRAY(Integer))))
     .order_by(Game.id)
     .with_for_update()

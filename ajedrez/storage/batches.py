@@ -23,14 +23,15 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..eager import Eager, settle
 from ..errors import StorageError
 
 log = logging.getLogger("ajedrez.storage")
 
-Job = Callable[[Any], Any]
+# A job is whatever the batch function takes: the batches only carry it.
+Job = TypeVar("Job")
 RunBatch = Callable[[Sequence[Job]], list[Any]]
 
 
@@ -47,7 +48,7 @@ def _forked() -> None:
 os.register_at_fork(after_in_child=_forked)
 
 
-class LoopBatches:
+class LoopBatches(Generic[Job]):
     """SQLite: writes queued from an event loop run on that loop, one batch a turn.
 
     A SQLite batch is local calls taking about a millisecond (its fsync a fraction of
@@ -59,7 +60,7 @@ class LoopBatches:
     measures better than the thread (``docs/performance.md``).
     """
 
-    def __init__(self, run_batch: RunBatch, max_batch: int) -> None:
+    def __init__(self, run_batch: RunBatch[Job], max_batch: int) -> None:
         self._run_batch = run_batch
         self._max_batch = max(1, max_batch)
         self._pending: list[tuple[Job, asyncio.Future[Any]]] = []
@@ -84,8 +85,8 @@ class _Stop:
     """Queued by :meth:`BatchThread.stop`: the thread ends once it takes it."""
 
 
-class BatchThread:
-    def __init__(self, run_batch: RunBatch, max_batch: int, name: str) -> None:
+class BatchThread(Generic[Job]):
+    def __init__(self, run_batch: RunBatch[Job], max_batch: int, name: str) -> None:
         self._run_batch = run_batch
         self._max_batch = max(1, max_batch)
         self._queue: queue.SimpleQueue[tuple[Job, asyncio.Future[Any]] | _Stop] = (
@@ -123,8 +124,8 @@ class BatchThread:
             batch: list[tuple[Job, asyncio.Future[Any]]] = []
             item = self._queue.get()
             stopping = isinstance(item, _Stop)
-            if not stopping:
-                batch.append(item)  # type: ignore[arg-type]
+            if not isinstance(item, _Stop):
+                batch.append(item)
             while not stopping and len(batch) < self._max_batch:
                 try:
                     item = self._queue.get_nowait()
@@ -161,7 +162,7 @@ class BatchThread:
                 loop.call_soon_threadsafe(_settle, results)
 
 
-def _outcomes(run_batch: RunBatch, batch: list[tuple[Job, asyncio.Future[Any]]]) -> list[Any]:
+def _outcomes(run_batch: RunBatch[Job], batch: list[tuple[Job, asyncio.Future[Any]]]) -> list[Any]:
     """Each job's result or exception; every job gets the exception of a batch that
     could not start (no lock, no connection)."""
     try:

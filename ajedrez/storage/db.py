@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, exc, make_url, text
+from sqlalchemy import Connection, Engine, TextClause, create_engine, event, exc, make_url, text
 from sqlalchemy.engine import URL, ExceptionContext
 
 from ..errors import TRANSIENT_RETRIES, StorageError, TransientStorageError
@@ -264,11 +264,11 @@ class Database:
         self._queue_lock = threading.Lock()
         self._queued = 0  # threads waiting for _write_lock
         self._batch: _Batch | None = None
-        self._writer: BatchThread | None = None
-        self._reader: BatchThread | None = None  # PostgreSQL: see read_later
-        self._loop_batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopBatches] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._writer: BatchThread[Callable[[Tx], Any]] | None = None
+        self._reader: BatchThread[_Read] | None = None  # PostgreSQL: see read_later
+        self._loop_batches: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, LoopBatches[Callable[[Tx], Any]]
+        ] = weakref.WeakKeyDictionary()
         # PostgreSQL with --workers: where moves are committed (storage/writer_process.py).
         self.writer_process: WriterClient | None = None
         self._reader_conn: Connection | None = None  # the reader thread's own
@@ -649,9 +649,9 @@ class Database:
             yield Tx(conn, stamp)
 
     @contextmanager
-    def _pg_transaction(self, pg_begin: object) -> Iterator[Tx]:
+    def _pg_transaction(self, pg_begin: TextClause) -> Iterator[Tx]:
         with self._transaction("BEGIN") as conn:
-            stamp = conn.execute(pg_begin, {"k": SYNC_LOCK_KEY}).one()[1]  # type: ignore[arg-type]
+            stamp = conn.execute(pg_begin, {"k": SYNC_LOCK_KEY}).one()[1]
             yield Tx(conn, int(stamp))
 
     # -- SQLite group commit -----------------------------------------------------------

@@ -143,8 +143,8 @@ class Game(Base):
             "user_lo",
             "user_hi",
             unique=True,
-            sqlite_where=(status == STATUS_ACTIVE),  # type: ignore[arg-type]
-            postgresql_where=(status == STATUS_ACTIVE),  # type: ignore[arg-type]
+            sqlite_where=(status == STATUS_ACTIVE),
+            postgresql_where=(status == STATUS_ACTIVE),
         ),
         Index("ix_games_white_changed", "white_id", "changed_at"),
         Index("ix_games_black_changed", "black_id", "changed_at"),

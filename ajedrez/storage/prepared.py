@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections import namedtuple
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection, exc
 from sqlalchemy.engine import Dialect
-from sqlalchemy.sql.expression import Executable
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ClauseElement
 
 _SQLITE_READONLY = 8  # the primary code; its extended codes keep it in their low byte
 _PG_READ_ONLY_SQL_TRANSACTION = "25006"
@@ -50,8 +51,12 @@ class _Compiled:
     row: Any  # a namedtuple class for the selected columns, or None
 
 
-class Prepared:
-    def __init__(self, statement: Executable) -> None:
+# The statement's own type, so that a caller may build on it (``.selected_columns``).
+S = TypeVar("S", bound=ClauseElement)
+
+
+class Prepared(Generic[S]):
+    def __init__(self, statement: S) -> None:
         self.statement = statement
         self._compiled: dict[str, _Compiled] = {}
 
@@ -59,9 +64,10 @@ class Prepared:
         found = self._compiled.get(dialect.name)
         if found is None:
             compiled = self.statement.compile(dialect=dialect)
-            order = tuple(compiled.positiontup) if compiled.positional else None  # type: ignore[attr-defined]
+            assert isinstance(compiled, SQLCompiler)
+            order = tuple(compiled.positiontup or ()) if compiled.positional else None
             columns = getattr(self.statement, "selected_columns", None)
-            row = namedtuple("Row", [c.key for c in columns]) if columns is not None else None  # type: ignore[misc]
+            row = namedtuple("Row", [c.key for c in columns]) if columns is not None else None
             fixed = {k: v for k, v in compiled.params.items() if v is not None}
             found = _Compiled(str(compiled), order, fixed, row)
             self._compiled[dialect.name] = found
@@ -79,7 +85,9 @@ class Prepared:
         psycopg sends them all in one pipeline, one round trip for the lot)."""
         compiled = self._for(conn.dialect)
         dbapi = conn.dialect.loaded_dbapi
-        cursor = None
+        # The driver's own cursor: psycopg's executemany takes ``returning``, which the
+        # DBAPI protocol SQLAlchemy types it with does not have.
+        cursor: Any = None
         try:
             cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
             if isinstance(params, list):
@@ -165,7 +173,7 @@ class PreparedMany:
     statement execution each in the server and a result each in psycopg.
     """
 
-    def __init__(self, statement: Executable, each: tuple[str, ...]) -> None:
+    def __init__(self, statement: ClauseElement, each: tuple[str, ...]) -> None:
         self.prepared = Prepared(statement)
         self.each = each
 

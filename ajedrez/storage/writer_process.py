@@ -277,13 +277,15 @@ def serve_writes(
     return 0
 
 
-def _drop(peer: _Peer, selector: selectors.BaseSelector, peers: dict) -> None:  # type: ignore[type-arg]
+def _drop(peer: _Peer, selector: selectors.BaseSelector, peers: dict[socket.socket, _Peer]) -> None:
     selector.unregister(peer.sock)
     del peers[peer.sock]
     peer.sock.close()
 
 
-def _accept(listener: socket.socket, selector: selectors.BaseSelector, peers: dict) -> None:  # type: ignore[type-arg]
+def _accept(
+    listener: socket.socket, selector: selectors.BaseSelector, peers: dict[socket.socket, _Peer]
+) -> None:
     try:
         sock, _ = listener.accept()
     except OSError:
