@@ -1176,8 +1176,9 @@ def main(
         app.warn(f"the local data {where} cannot be used: {e}; delete it and `ajedrez sync`")
         return EXIT_FAILED
     except KeyboardInterrupt:
+        # As ajedrez-admin: what was not done was refused (docs/client.md, exit status).
         app.warn("interrupted")
-        return 130
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -3,9 +3,12 @@ newcomer's path from subscription to a game, configuration, and the password's p
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 
+from ajedrez.admin import cli as admin_cli
+from ajedrez.client import cli
 from tests.client.conftest import free_port, start_game
 from tests.conftest import PASSWORD, ROOT, admin, unique_name
 
@@ -233,3 +236,24 @@ def test_docs_describe_every_subcommand():
     sub = next(a for a in parser._actions if a.dest == "command")
     for name in sub.choices:  # type: ignore[union-attr]
         assert f"`ajedrez {name}" in docs, name
+
+
+def test_ctrl_c_is_status_1_as_for_ajedrez_admin(monkeypatch, tmp_path):
+    def interrupted(_app: cli.App) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_config", interrupted)
+    err = io.StringIO()
+    status = cli.main(
+        ["--data-dir", str(tmp_path), "config"], env={}, stdout=io.StringIO(), stderr=err
+    )
+    assert (status, err.getvalue()) == (1, "ajedrez: interrupted\n")
+
+
+def test_the_two_commands_give_the_same_status_to_the_same_case():
+    # refused, bad usage, what the command works on cannot be reached (docs/client.md)
+    assert (cli.EXIT_FAILED, cli.EXIT_USAGE, cli.EXIT_UNREACHABLE) == (
+        admin_cli.EXIT_REFUSED,
+        admin_cli.EXIT_USAGE,
+        admin_cli.EXIT_DATABASE,
+    )
