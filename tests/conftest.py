@@ -229,7 +229,7 @@ def admin(
     """Run ``ajedrez-admin`` as a script would (a separate process, standard input not a
     terminal: never the terminal pytest may have been started from, where it would ask)."""
     return subprocess.run(
-        [sys.executable, "-m", "admin.cli", "--database-url", database_url, *args],
+        [sys.executable, "-m", "ajedrez.admin.cli", "--database-url", database_url, *args],
         cwd=ROOT,
         input=stdin,
         stdin=subprocess.DEVNULL if stdin is None else None,

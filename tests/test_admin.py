@@ -1,7 +1,7 @@
 """ajedrez-admin (AdmChess): every command, and every error as one line on stderr with a
 non-zero status (1 refused, 2 usage, 3 database) and no traceback (contract section 5).
 
-Most cases call ``admin.cli.main`` in this process (the same code the program runs, and
+Most cases call ``ajedrez.admin.cli.main`` in this process (the same code the program runs, and
 much faster); the error classes are also checked through the real program in a subprocess.
 ``games purge`` only ever runs on a private SQLite database: on the shared one it would
 remove finished games other tests are looking at.
@@ -24,7 +24,7 @@ from importlib import metadata
 import pytest
 from sqlalchemy import func, select, update
 
-from admin.cli import main
+from ajedrez.admin.cli import main
 from ajedrez.service import Accounts, Games, audit
 from ajedrez.service.games import MoveRecord
 from ajedrez.storage.db import Database, redact
@@ -94,7 +94,7 @@ def on_terminal(url: str, *args: str, answers: tuple[tuple[str, str], ...] = ())
     if pid == 0:  # the child: never back into pytest
         try:
             os.chdir(ROOT)
-            argv = [sys.executable, "-m", "admin.cli", "--database-url", url, *args]
+            argv = [sys.executable, "-m", "ajedrez.admin.cli", "--database-url", url, *args]
             os.execv(sys.executable, argv)
         finally:
             os._exit(127)
@@ -1015,7 +1015,7 @@ def test_program_errors(program_runs, case, status):
 @pytest.fixture(scope="module")
 def bad_url_runs():
     """The real programs given a malformed database URL, run in parallel."""
-    admin_cmd = [sys.executable, "-m", "admin.cli"]
+    admin_cmd = [sys.executable, "-m", "ajedrez.admin.cli"]
     cases = {
         "option": ([*admin_cmd, "--database-url", "bogus", "users", "list"], {}),
         "environment": ([*admin_cmd, "users", "list"], {"AJEDREZ_DATABASE_URL": "nonsense"}),

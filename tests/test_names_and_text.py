@@ -16,8 +16,8 @@ import pytest
 from alembic import command
 from sqlalchemy import insert, select, text
 
-from admin.cli import main
 from ajedrez import values
+from ajedrez.admin.cli import main
 from ajedrez.errors import Failure
 from ajedrez.passwords import hash_password
 from ajedrez.service import Accounts

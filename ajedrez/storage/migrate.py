@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from importlib import resources
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-import migrations
-
 from .db import Database
 
 
 def alembic_config() -> Config:
     cfg = Config()
-    cfg.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    # The repository's migrations/, installed as ajedrez.migrations (pyproject.toml).
+    cfg.set_main_option("script_location", str(resources.files("ajedrez.migrations")))
     return cfg
 
 
