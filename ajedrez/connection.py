@@ -210,8 +210,9 @@ class Connection(asyncio.Protocol):
             return
         throttle.checking(session.address, user)
         self.login_state = _CHECKING
-        work = self._in_thread(session, line)
-        when_done(work, lambda _done: self._guarded(lambda: self._drop_login(checked=True)))
+        # The slot is given up before the reply leaves and the next line runs: a pipelined
+        # line that checks a password again (UNSU after PASS) must find it free.
+        self._in_thread(session, line, before_reply=lambda: self._drop_login(checked=True))
 
     def _drop_login(self, *, checked: bool = False) -> None:
         """Give up this connection's place in its address's login queue, if it has one.
@@ -230,14 +231,21 @@ class Connection(asyncio.Protocol):
         elif state in (_HOLDING, _CHECKING):
             throttle.leave(self.address)
 
-    def _in_thread(self, session: Session, line: bytes) -> asyncio.Future[Any]:
+    def _in_thread(
+        self, session: Session, line: bytes, before_reply: Callable[[], None] | None = None
+    ) -> None:
         r = self.reactor
         pool = r.pool
         if session.costs_a_hash(line):
             pool = r.subs_pool if line.startswith(b"SUBS:") else r.hash_pool
         work = self.loop.run_in_executor(pool, session.handle_line, line)
-        self._wait(work, lambda done: done.result())
-        return work
+
+        def outcome(done: asyncio.Future[Outcome]) -> Outcome:
+            if before_reply is not None:
+                before_reply()
+            return done.result()
+
+        self._wait(work, outcome)
 
     def _wait(self, work: asyncio.Future[Any], outcome: Callable[[Any], Outcome]) -> None:
         """Answer once ``work`` is done, then go on with the lines behind it. Nothing

@@ -125,6 +125,14 @@ def test_unsu_with_a_wrong_password_is_a_failed_login(srv, new_user):
     assert wait_for(lambda: "delaying a login of" in srv.log_text())
 
 
+def test_a_pipelined_second_password_check_finds_the_slot_free(srv, new_user):
+    name = new_user()
+    with srv.connect(timeout=10, source="127.0.5.2") as c:
+        c.send_raw(f"USER:{name}\r\nPASS:{PASSWORD}\r\nUNSU:{name}:{PASSWORD}\r\n".encode())
+        assert [c.reply().code for _ in range(3)] == [101, 102, 104]
+    assert timed_login(srv, new_user(), "127.0.5.2") < 5.0  # the address is not stuck
+
+
 # -- 2. connections that never log in -----------------------------------------------------
 
 
