@@ -28,15 +28,16 @@ from sqlalchemy.engine import URL
 import ajedrez
 from ajedrez import values
 from ajedrez.errors import Failure, StorageError
+from ajedrez.pgn import result_text
 from ajedrez.service import Accounts, Games, audit
 from ajedrez.service.games import GameListing
 from ajedrez.storage.db import BadURL, Database, parse_url, redact, resolve_url, sqlite_file
 from ajedrez.storage.migrate import is_current, upgrade
+from ajedrez.storage.models import STATUS_FINISHED
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_DATABASE = 3
-WINNERS = {0: "*", 1: "1-0", 2: "0-1", 3: "1/2-1/2"}
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"([0-9]{1,6})([smhd])")
 # As the client accepts them: P0000012, p12 or 12.
@@ -415,7 +416,7 @@ def _print_games(rows: list[GameListing]) -> None:
     )
     for g in rows:
         status = "active" if g.status == 0 else "finished"
-        result = WINNERS[g.winner] if g.status else "*"
+        result = result_text(g.status == STATUS_FINISHED, g.winner)
         print(
             f"{values.format_partida(g.game_id):<8}  {_shown(g.white):<16}  "
             f"{_shown(g.black):<16}  {status:<8}  {result:<7}  {g.plies:>5}  "

@@ -20,7 +20,7 @@ import chess.pgn
 EVENT = "Ajedrez correspondence game"
 SITE = "Ajedrez ESPOL 2.0 server"
 STATUS_FINISHED = 2
-RESULTS = {1: "1-0", 2: "0-1", 3: "1/2-1/2"}
+RESULTS = {1: "1-0", 2: "0-1", 3: "1/2-1/2"}  # by ganador
 # The end reason of a game its loser lost by leaving the service (``Games.forfeit_all``).
 LEFT_SERVICE = "left the service"
 UNKNOWN_DATE = "????.??.??"
@@ -37,6 +37,12 @@ class GameFacts:
     started: int | None
     ended: int | None
     end_reason: str | None
+
+
+def result_text(finished: bool, winner: int) -> str:
+    """The PGN result of a game (``1-0``, ``0-1``, ``1/2-1/2``; ``*`` while it goes on),
+    the one spelling wherever a result is written for a machine to read."""
+    return RESULTS.get(winner, "*") if finished else "*"
 
 
 def pgn_date(fecha: int | None) -> str:
@@ -70,7 +76,7 @@ def game_pgn(
     game.headers["Round"] = "-"
     game.headers["White"] = white
     game.headers["Black"] = black
-    game.headers["Result"] = RESULTS.get(winner, "*") if status == STATUS_FINISHED else "*"
+    game.headers["Result"] = result_text(status == STATUS_FINISHED, winner)
     game.headers["GameId"] = game_id
     game.headers["Mode"] = "ICS"
     if ended is not None:

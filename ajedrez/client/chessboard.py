@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import chess
 
+from ..pgn import result_text
 from .protocol import (
     BLACK,
     REQ_ACCEPT,
@@ -235,9 +236,7 @@ def ending(board: chess.Board, st: GameStatus) -> str | None:
 
 
 def result_tag(status_finished: bool, ganador: int) -> str:
-    if not status_finished:
-        return "*"
-    return {WINNER_WHITE: "1-0", WINNER_BLACK: "0-1", WINNER_DRAW: "1/2-1/2"}.get(ganador, "*")
+    return result_text(status_finished, ganador)
 
 
 # -- drawing ---------------------------------------------------------------------------

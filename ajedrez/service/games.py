@@ -35,7 +35,7 @@ from sqlalchemy.orm import aliased
 from ..codes import Reply
 from ..eager import Eager, settle, when_done
 from ..errors import Failure
-from ..pgn import game_pgn
+from ..pgn import LEFT_SERVICE, game_pgn
 from ..storage.db import Conflict, Database, Tx, mapped_errors
 from ..storage.models import (
     REMOVED_CHALLENGE,
@@ -70,7 +70,6 @@ AUTOMATIC_ENDINGS = {
     chess.Termination.SEVENTYFIVE_MOVES: "seventy-five-move rule",
     chess.Termination.FIVEFOLD_REPETITION: "fivefold repetition",
 }
-LEFT_SERVICE = "left the service"
 # A position seen five times needs at least four reversible plies between sightings.
 FIVEFOLD_MIN_PLIES = 16
 # Games whose last board a process keeps (_Boards): a few kB each, more than the games
