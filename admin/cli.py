@@ -26,14 +26,15 @@ from typing import NoReturn
 from sqlalchemy.engine import URL
 
 import ajedrez
-from ajedrez import values
-from ajedrez.errors import Failure, StorageError
-from ajedrez.pgn import result_text
-from ajedrez.service import Accounts, Games, audit
-from ajedrez.service.games import GameListing
-from ajedrez.storage.db import BadURL, Database, parse_url, redact, resolve_url, sqlite_file
-from ajedrez.storage.migrate import is_current, upgrade
-from ajedrez.storage.models import STATUS_FINISHED
+from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.errors import Failure, StorageError
+from ajedrez.domain.export import result_text
+from ajedrez.domain.games import GameListing, Games
+from ajedrez.protocol import fields as values
+from ajedrez.store import audit
+from ajedrez.store.db import BadURL, Database, parse_url, redact, resolve_url, sqlite_file
+from ajedrez.store.migrate import is_current, upgrade
+from ajedrez.store.models import STATUS_FINISHED
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2

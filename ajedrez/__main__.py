@@ -1,5 +1,5 @@
 import sys
 
-from .server_main import main
+from ajedrez.server.main import main
 
 sys.exit(main())

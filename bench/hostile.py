@@ -19,11 +19,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ajedrez.service import Accounts, Games
-from ajedrez.storage.db import Database
-from ajedrez.storage.migrate import upgrade
-
-from .server_proc import ServerProcess
+from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.games import Games
+from ajedrez.store.db import Database
+from ajedrez.store.migrate import upgrade
+from bench.server_proc import ServerProcess
 
 PASSWORD = "correct horse battery"
 

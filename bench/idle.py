@@ -42,13 +42,12 @@ from typing import Any
 from sqlalchemy import make_url
 
 from ajedrez.client.errors import ClientError, ReplyError
-
-from .aclient import AsyncClient
-from .host import cpu_ticks, machine
-from .report import write_json
-from .seed import PASSWORD, seed_users, user_names
-from .server_proc import ServerProcess, Watcher, start_or_attach
-from .stats import percentile
+from bench.aclient import AsyncClient
+from bench.host import cpu_ticks, machine
+from bench.report import write_json
+from bench.seed import PASSWORD, seed_users, user_names
+from bench.server_proc import ServerProcess, Watcher, start_or_attach
+from bench.stats import percentile
 
 TARGET_RSS_MIB = 1024.0
 TARGET_LOGIN_P99_MS = 100.0

@@ -58,12 +58,12 @@ from typing import Any
 import chess
 from sqlalchemy import make_url
 
-from .aclient import AsyncClient, record_move
-from .host import cpu_ticks, machine
-from .report import write_json
-from .seed import PASSWORD, user_names
-from .server_proc import ServerProcess, Watcher, start_or_attach
-from .stats import CONNECTION_FAILED, percentile
+from bench.aclient import AsyncClient, record_move
+from bench.host import cpu_ticks, machine
+from bench.report import write_json
+from bench.seed import PASSWORD, user_names
+from bench.server_proc import ServerProcess, Watcher, start_or_attach
+from bench.stats import CONNECTION_FAILED, percentile
 
 REPO = Path(__file__).resolve().parent.parent
 READ_KINDS = ("PPEN 0", "PPEN recent", "STAT", "SPAR 0", "SPAR last")

@@ -33,15 +33,14 @@ from pathlib import Path
 
 from sqlalchemy import make_url
 
-from ajedrez import loops
 from ajedrez.client.errors import ClientError
-
-from .host import cpu_ticks, machine
-from .players import Control, Pace, Pair, Player, Settings, make_scripts
-from .report import render_table, write_json
-from .seed import PASSWORD, seed_users, user_names
-from .server_proc import PySpy, ServerProcess, Watcher, start_or_attach
-from .stats import Recorder
+from ajedrez.server import loops
+from bench.host import cpu_ticks, machine
+from bench.players import Control, Pace, Pair, Player, Settings, make_scripts
+from bench.report import render_table, write_json
+from bench.seed import PASSWORD, seed_users, user_names
+from bench.server_proc import PySpy, ServerProcess, Watcher, start_or_attach
+from bench.stats import Recorder
 
 
 def build_parser() -> argparse.ArgumentParser:

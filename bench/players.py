@@ -30,8 +30,7 @@ import chess
 
 from ajedrez.client.errors import ClientError, ReplyError
 from ajedrez.client.protocol import BLACK, STATUS_FINISHED, WHITE, MoveRecord
-
-from .aclient import AsyncClient, Observer, color_of, record_move
+from bench.aclient import AsyncClient, Observer, color_of, record_move
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ import time
 
 from sqlalchemy import create_engine, insert
 
-from ajedrez.passwords import hash_password
-from ajedrez.storage.models import User
+from ajedrez.domain.passwords import hash_password
+from ajedrez.store.models import User
 
 PASSWORD = "bench-password"
 

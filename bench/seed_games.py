@@ -5,12 +5,12 @@
 
 Flow:
 
-1. **Schema**: ``ajedrez.storage.migrate.upgrade`` brings the (empty) database to head,
+1. **Schema**: ``ajedrez.store.migrate.upgrade`` brings the (empty) database to head,
    the only way the schema is ever created. A database that already holds users or games
    is refused.
 2. **Templates**: ``--templates`` (2,000) distinct random games played with python-chess
    (random legal moves, lengths uniform in ``--min-plies``..``--max-plies``, 10..70, mean
-   40). Per ply: jugada, posicion, promocion and SAN exactly as ``ajedrez.service.games``
+   40). Per ply: jugada, posicion, promocion and SAN exactly as ``ajedrez.domain.games``
    stores them; per template: the final FEN, ``base_ply``/``base_fen`` (the position after
    the last irreversible move in python-chess's sense, as the server computes them) and
    the outcome when the rules ended the game. Every seeded game is one template's moves,
@@ -61,11 +61,11 @@ from typing import Any, Protocol
 import chess
 from sqlalchemy import make_url
 
-from ajedrez.passwords import hash_password
-from ajedrez.service.games import AUTOMATIC_ENDINGS
-from ajedrez.storage.db import Database
-from ajedrez.storage.migrate import upgrade
-from ajedrez.storage.models import (
+from ajedrez.domain.games import AUTOMATIC_ENDINGS
+from ajedrez.domain.passwords import hash_password
+from ajedrez.store.db import Database
+from ajedrez.store.migrate import upgrade
+from ajedrez.store.models import (
     REQ_ACCEPT,
     REQ_NONE,
     REQ_OFFER,
@@ -77,8 +77,7 @@ from ajedrez.storage.models import (
     WINNER_NONE,
     WINNER_WHITE,
 )
-
-from .seed import PASSWORD, user_names
+from bench.seed import PASSWORD, user_names
 
 DAY = 86_400
 YEAR = 365 * DAY

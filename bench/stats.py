@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ajedrez.client.errors import code_name
-from ajedrez.codes import reply_class
+from ajedrez.protocol.codes import reply_class
 
 PHASES = ("login", "warmup", "measure", "drain")
 CONNECTION_FAILED = "conn"  # the pseudo reply code of a request whose connection failed

@@ -5,8 +5,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, text
 
-from ajedrez.storage.db import Database, resolve_url
-from ajedrez.storage.models import Base
+from ajedrez.store.db import Database, resolve_url
+from ajedrez.store.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, event, make_url, text
 
-from ajedrez.service import Accounts, Games
-from ajedrez.storage.db import Database
-from ajedrez.storage.migrate import upgrade
+from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.games import Games
+from ajedrez.store.db import Database
+from ajedrez.store.migrate import upgrade
 from tests.espol import Conn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -301,7 +302,7 @@ def insert_users(db: Database, names: list[str], password_hash: str) -> None:
     """Many active accounts at once, sharing one hash: hashing each would cost ~40 ms."""
     from sqlalchemy import insert
 
-    from ajedrez.storage.models import User
+    from ajedrez.store.models import User
 
     now = int(time.time())
     rows = [

@@ -25,11 +25,12 @@ import pytest
 from sqlalchemy import func, select, update
 
 from ajedrez.admin.cli import main
-from ajedrez.service import Accounts, Games, audit
-from ajedrez.service.games import MoveRecord
-from ajedrez.storage.db import Database, redact
-from ajedrez.storage.migrate import is_current
-from ajedrez.storage.models import AdminAudit, Game, Move, User
+from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.games import Games, MoveRecord
+from ajedrez.store import audit
+from ajedrez.store.db import Database, redact
+from ajedrez.store.migrate import is_current
+from ajedrez.store.models import AdminAudit, Game, Move, User
 from tests.conftest import PASSWORD, ROOT, admin, unique_name
 
 UNREACHABLE_PG = "postgresql+psycopg://postgres@127.0.0.1:1/test"

@@ -16,14 +16,10 @@ import chess
 import pytest
 from sqlalchemy import text
 
-from ajedrez.codes import Reply
-from ajedrez.errors import Failure, StorageError
-from ajedrez.service.games import (
-    _PLAYERS_AND_MOVES_AFTER,
-    _PLAYERS_AND_MOVES_AFTER_MANY,
-    Games,
-)
-from ajedrez.storage.db import Database, Tx
+from ajedrez.domain.errors import Failure, StorageError
+from ajedrez.domain.games import _PLAYERS_AND_MOVES_AFTER, _PLAYERS_AND_MOVES_AFTER_MANY, Games
+from ajedrez.protocol.codes import Reply
+from ajedrez.store.db import Database, Tx
 from tests.play_support import user_id
 from tests.test_play_history import _pick, _record
 

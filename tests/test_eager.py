@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ajedrez.eager import Eager, settle, when_done
+from ajedrez.store.eager import Eager, settle, when_done
 
 
 def test_waiters_run_inside_settle_not_a_turn_later():

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ajedrez.service.fen import board_fen, position_fen
+from ajedrez.domain.fen import board_fen, position_fen
 
 
 def _random_game(rng: random.Random, plies: int) -> list[chess.Board]:

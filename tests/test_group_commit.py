@@ -13,10 +13,10 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import text
 
-from ajedrez.codes import Reply
-from ajedrez.errors import Failure, StorageError
-from ajedrez.storage import db as db_module
-from ajedrez.storage.db import Database
+from ajedrez.domain.errors import Failure, StorageError
+from ajedrez.protocol.codes import Reply
+from ajedrez.store import db as db_module
+from ajedrez.store.db import Database
 from tests.conftest import count_commits
 
 

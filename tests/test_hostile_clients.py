@@ -9,8 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from ajedrez.service import Accounts, Games
-from ajedrez.storage.db import Database
+from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.games import Games
+from ajedrez.store.db import Database
 from tests.conftest import PASSWORD, ServerProcess, start_server, unique_name, wait_for
 from tests.espol import Closed, Conn
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ajedrez.settings import Limits, Settings, SettingsError, load
-from ajedrez.throttle import LoginThrottle
+from ajedrez.server.settings import Limits, Settings, SettingsError, load
+from ajedrez.server.throttle import LoginThrottle
 from tests.conftest import PASSWORD, ROOT, start_server, tls_port, wait_for
 from tests.espol import Conn
 
@@ -390,7 +390,7 @@ class CountingAccounts:
         pass
 
     def login(self, name: str, password: str):  # type: ignore[no-untyped-def]
-        from ajedrez.service import Caller
+        from ajedrez.domain.accounts import Caller
 
         with self.lock:
             self.subscribed_before_login = self.subscribed
@@ -408,7 +408,7 @@ class NoGames:
 def test_password_hashes_are_capped() -> None:
     import asyncio
 
-    from ajedrez.reactor import Reactor
+    from ajedrez.server.reactor import Reactor
 
     accounts = CountingAccounts()
 
@@ -439,7 +439,7 @@ def test_password_hashes_are_capped() -> None:
 def test_a_login_does_not_queue_behind_subscription_hashes() -> None:
     import asyncio
 
-    from ajedrez.reactor import Reactor
+    from ajedrez.server.reactor import Reactor
 
     accounts = CountingAccounts()
 

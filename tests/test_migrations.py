@@ -7,15 +7,15 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from ajedrez.storage.db import Database
-from ajedrez.storage.migrate import (
+from ajedrez.store.db import Database
+from ajedrez.store.migrate import (
     alembic_config,
     current_revision,
     head_revision,
     is_current,
     upgrade,
 )
-from ajedrez.storage.models import Base
+from ajedrez.store.models import Base
 
 TABLES = {
     "users",

@@ -16,15 +16,15 @@ import pytest
 from alembic import command
 from sqlalchemy import insert, select, text
 
-from ajedrez import values
 from ajedrez.admin.cli import main
-from ajedrez.errors import Failure
-from ajedrez.passwords import hash_password
-from ajedrez.service import Accounts
-from ajedrez.service.audit import record
-from ajedrez.storage.db import Database
-from ajedrez.storage.migrate import alembic_config, upgrade
-from ajedrez.storage.models import Subscription, User
+from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.errors import Failure
+from ajedrez.domain.passwords import hash_password
+from ajedrez.protocol import fields as values
+from ajedrez.store.audit import record
+from ajedrez.store.db import Database
+from ajedrez.store.migrate import alembic_config, upgrade
+from ajedrez.store.models import Subscription, User
 from tests.conftest import PASSWORD, _private_schema, insert_users, unique_name
 
 # Each can forge or hide part of a row: reversed text, invisible text, a new line.
@@ -235,7 +235,7 @@ def test_subs_approve_sets_the_name_key(cli, database_url, accounts, db):
 def test_a_name_taken_meanwhile_in_another_case_is_a_clear_refusal(db, monkeypatch):
     """The unique index is the last word: a clash that no check saw in time (another
     session inserted between check and insert) still gets 816 naming the spelling."""
-    from ajedrez.service import accounts as module
+    from ajedrez.domain import accounts as module
 
     name = unique_name("Race")
     insert_users(db, [name.upper()], hash_password(PASSWORD))
@@ -332,7 +332,7 @@ def test_games_list_escapes_player_names(cli, private):
     accounts.add_user("bob", PASSWORD)
     with database.engine.begin() as conn:
         conn.execute(text("UPDATE users SET name = :n WHERE name = 'bob'"), {"n": "b\u2028ob"})
-    from ajedrez.service import Games
+    from ajedrez.domain.games import Games
 
     ana = accounts.login("ana", PASSWORD)
     Games(database).challenge(ana.id, "b\u2028ob")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from passlib.hash import argon2, pbkdf2_sha256
 from sqlalchemy import select, update
 
-from ajedrez.passwords import hash_password, verify
-from ajedrez.storage.models import User
+from ajedrez.domain.passwords import hash_password, verify
+from ajedrez.store.models import User
 from tests.conftest import PASSWORD
 
 

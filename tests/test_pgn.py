@@ -1,13 +1,13 @@
-"""The one PGN writer (``ajedrez.pgn``): the server's text, and the facts a client reads
+"""The one PGN writer (``ajedrez.domain.export``): the server's text, and the facts a client reads
 back from it to write the same text again."""
 
 from __future__ import annotations
 
 import chess
 
-from ajedrez.pgn import GameFacts, game_pgn, pgn_date, read_facts
-from ajedrez.service import games as service_games
-from ajedrez.service.games import MoveRecord
+from ajedrez.domain import games as service_games
+from ajedrez.domain.export import GameFacts, game_pgn, pgn_date, read_facts
+from ajedrez.domain.games import MoveRecord
 from tests.conftest import unique_name
 
 FOOLS_MATE = ["f3", "e5", "g4", "Qh4#"]

@@ -23,7 +23,7 @@ import chess
 import pytest
 from sqlalchemy import select
 
-from ajedrez.storage.models import GameRequest, Move, User
+from ajedrez.store.models import GameRequest, Move, User
 from tests.conftest import PASSWORD, ServerProcess, start_server
 from tests.espol import Conn, Reply
 from tests.play_support import (

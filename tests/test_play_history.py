@@ -14,7 +14,7 @@ import chess
 import pytest
 from sqlalchemy import text
 
-from ajedrez.service.games import PROMOTION_CODES, Games, MoveRecord
+from ajedrez.domain.games import PROMOTION_CODES, Games, MoveRecord
 from tests.play_support import user_id
 
 STATUS_ACTIVE, STATUS_FINISHED = 0, 2

@@ -13,7 +13,7 @@ import chess
 import pytest
 from sqlalchemy import func, insert, select, text, update
 
-from ajedrez.storage.models import Game, GameRequest, User
+from ajedrez.store.models import Game, GameRequest, User
 from tests.conftest import PASSWORD, admin, insert_users, unique_name
 from tests.play_support import (
     FECHA,

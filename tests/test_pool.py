@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import bindparam, event, select, text
 
-from ajedrez.errors import StorageError
-from ajedrez.storage import db as db_module
-from ajedrez.storage.db import Database, _ping_if_idle
-from ajedrez.storage.models import User
-from ajedrez.storage.prepared import Prepared
+from ajedrez.domain.errors import StorageError
+from ajedrez.store import db as db_module
+from ajedrez.store.db import Database, _ping_if_idle
+from ajedrez.store.models import User
+from ajedrez.store.prepared import Prepared
 
 _COUNT = Prepared(select(User.id).where(User.id > bindparam("after")).limit(1))
 

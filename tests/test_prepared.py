@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import bindparam, insert, select, text, update
 
-from ajedrez.errors import StorageError
-from ajedrez.storage.db import Conflict
-from ajedrez.storage.models import User
-from ajedrez.storage.prepared import Prepared
+from ajedrez.domain.errors import StorageError
+from ajedrez.store.db import Conflict
+from ajedrez.store.models import User
+from ajedrez.store.prepared import Prepared
 from tests.conftest import unique_name
 
 _INSERT = Prepared(

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from ajedrez.service import Accounts, Games
-from ajedrez.service.games import MoveRecord
-from ajedrez.storage.db import Database
+from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.games import Games, MoveRecord
+from ajedrez.store.db import Database
 from tests.conftest import PASSWORD, ServerProcess, start_server, unique_name
 from tests.espol import Conn
 

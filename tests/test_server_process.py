@@ -12,9 +12,9 @@ import time
 import pytest
 from sqlalchemy import inspect
 
-from ajedrez.loops import EVENT_LOOPS
-from ajedrez.storage.db import Database
-from ajedrez.storage.migrate import is_current
+from ajedrez.server.loops import EVENT_LOOPS
+from ajedrez.store.db import Database
+from ajedrez.store.migrate import is_current
 from tests.conftest import PASSWORD, ROOT, start_server, wait_for
 from tests.espol import Conn
 from tests.play_support import challenge_and_accept, records, stat

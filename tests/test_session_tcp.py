@@ -11,8 +11,8 @@ import time
 import pytest
 from sqlalchemy import select
 
-from ajedrez.passwords import hash_password, verify
-from ajedrez.storage.models import Subscription, User
+from ajedrez.domain.passwords import hash_password, verify
+from ajedrez.store.models import Subscription, User
 from tests.conftest import PASSWORD, insert_users, unique_name, wait_for
 from tests.espol import Conn, Reply
 

@@ -25,10 +25,10 @@ import psycopg
 import pytest
 from sqlalchemy import make_url, text
 
-from ajedrez.errors import StorageError
-from ajedrez.service import Accounts
-from ajedrez.storage.db import Database, Tx
-from ajedrez.storage.prepared import Prepared
+from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.errors import StorageError
+from ajedrez.store.db import Database, Tx
+from ajedrez.store.prepared import Prepared
 from tests.conftest import PASSWORD, ServerProcess, start_server, unique_name, wait_for
 from tests.hardening_support import log_in
 from tests.play_support import Match, challenge_and_accept

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import text
 
-from ajedrez.storage.db import Database
+from ajedrez.store.db import Database
 
 
 @pytest.fixture

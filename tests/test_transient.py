@@ -6,10 +6,10 @@ import threading
 
 from sqlalchemy import update
 
-from ajedrez.codes import Reply
-from ajedrez.errors import TRANSIENT_RETRIES, TransientStorageError
-from ajedrez.session import Session
-from ajedrez.storage.models import User
+from ajedrez.domain.errors import TRANSIENT_RETRIES, TransientStorageError
+from ajedrez.protocol.codes import Reply
+from ajedrez.server.espol import Session
+from ajedrez.store.models import User
 
 
 class FlakyGames:
@@ -29,7 +29,7 @@ class FlakyGames:
 
 
 def _logged_in(games: FlakyGames) -> Session:
-    from ajedrez.service import Caller
+    from ajedrez.domain.accounts import Caller
 
     session = Session(accounts=None, games=games)  # type: ignore[arg-type]
     session.caller = Caller(1, "ana")

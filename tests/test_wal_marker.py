@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from ajedrez.service import Accounts
-from ajedrez.storage.db import Database
-from ajedrez.storage.migrate import upgrade
+from ajedrez.domain.accounts import Accounts
+from ajedrez.store.db import Database
+from ajedrez.store.migrate import upgrade
 from tests.conftest import (
     PASSWORD,
     ROOT,
@@ -246,7 +246,7 @@ def test_a_process_that_exits_without_closing_is_no_false_alarm(
     (the WAL copied in and removed) or its WAL stays, and its marker goes either way."""
     forgetful = (
         "import sys\n"
-        "from ajedrez.storage.db import Database\n"
+        "from ajedrez.store.db import Database\n"
         "db = Database(sys.argv[1])\n"
         "with db.write() as tx:\n"
         "    tx.conn.exec_driver_sql('UPDATE users SET wins = wins + 1')\n"

@@ -1,5 +1,6 @@
-"""Socket-free unit tests of the framing (ajedrez.wire), the command table
-(ajedrez.commands) and the field syntax (ajedrez.values): contract sections 1 and 2."""
+"""Socket-free unit tests of the framing (ajedrez.protocol.framing), the command table
+(ajedrez.protocol.commands) and the field syntax (ajedrez.protocol.fields): contract
+sections 1 and 2."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ajedrez import values as v
-from ajedrez.codes import Reply, reply_class
-from ajedrez.commands import ALIASES, PRE_LOGIN, SPECS, help_text, lookup, parse_args
-from ajedrez.wire import (
+from ajedrez.protocol import fields as v
+from ajedrez.protocol.codes import Reply, reply_class
+from ajedrez.protocol.commands import ALIASES, PRE_LOGIN, SPECS, help_text, lookup, parse_args
+from ajedrez.protocol.framing import (
     MAX_DATA,
     MAX_LINE,
     OVERLONG,

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from ajedrez.codes import Reply
-from ajedrez.errors import Failure, StorageError
-from ajedrez.service.games import Games, MoveJob, MoveRecord
-from ajedrez.storage import writer_process as wp
+from ajedrez.domain.errors import Failure, StorageError
+from ajedrez.domain.games import Games, MoveJob, MoveRecord
+from ajedrez.protocol.codes import Reply
+from ajedrez.store import writer_process as wp
 
 
 def test_frames_are_cut_where_they_end_and_a_partial_one_waits():

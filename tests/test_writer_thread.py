@@ -17,9 +17,9 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import text
 
-from ajedrez.codes import Reply
-from ajedrez.errors import Failure, StorageError, TransientStorageError
-from ajedrez.storage.db import Conflict, Database, Tx
+from ajedrez.domain.errors import Failure, StorageError, TransientStorageError
+from ajedrez.protocol.codes import Reply
+from ajedrez.store.db import Conflict, Database, Tx
 from tests.conftest import count_commits
 
 

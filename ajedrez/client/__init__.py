@@ -1,10 +1,10 @@
 """The Ajedrez client: a typed ESPOL 2.0 protocol library and the ``ajedrez`` command.
 
 The library (:mod:`ajedrez.client.protocol`, :mod:`ajedrez.client.errors`) imports no
-server code; only the reply-code table :mod:`ajedrez.codes`.
+server code; only the reply-code table :mod:`ajedrez.protocol.codes`.
 """
 
-from .errors import (
+from ajedrez.client.errors import (
     ClientError,
     ConnectionLost,
     DrawPending,
@@ -25,7 +25,7 @@ from .errors import (
     Unreachable,
     WrongPassword,
 )
-from .protocol import (
+from ajedrez.client.protocol import (
     BLACK,
     DEFAULT_PORT,
     WHITE,

@@ -17,9 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ajedrez.pgn import GameFacts
-
-from .protocol import BLACK, WHITE, GameStatus, MoveRecord, RankEntry
+from ajedrez.client.protocol import BLACK, WHITE, GameStatus, MoveRecord, RankEntry
+from ajedrez.domain.export import GameFacts
 
 SCHEMA_VERSION = 2
 FECHA_KINDS = ("TRAN", "JAUT", "PPEN", "BAJA")

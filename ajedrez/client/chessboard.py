@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 import chess
 
-from ..pgn import result_text
-from .protocol import (
+from ajedrez.client.protocol import (
     BLACK,
     REQ_ACCEPT,
     REQ_RESIGN,
@@ -21,6 +20,7 @@ from .protocol import (
     GameStatus,
     color_name,
 )
+from ajedrez.domain.export import result_text
 
 _UCI = re.compile(r"([a-h][1-8])-?([a-h][1-8])(?:=?([nbrqNBRQ]))?")
 _PROMO_CODE = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}

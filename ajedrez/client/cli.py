@@ -24,11 +24,8 @@ from typing import TextIO
 
 import chess
 
-from ajedrez.pgn import game_pgn
-
-from ..codes import Reply
-from .cache import Cache, CachedGame, cache_path
-from .chessboard import (
+from ajedrez.client.cache import Cache, CachedGame, cache_path
+from ajedrez.client.chessboard import (
     MoveInputError,
     end_reason_guess,
     ending,
@@ -39,8 +36,8 @@ from .chessboard import (
     render_board,
     result_tag,
 )
-from .config import ConfigError, Settings, default_data_dir, resolve, save_config
-from .errors import (
+from ajedrez.client.config import ConfigError, Settings, default_data_dir, resolve, save_config
+from ajedrez.client.errors import (
     ClientError,
     ConnectionLost,
     NameTaken,
@@ -55,7 +52,7 @@ from .errors import (
     Unreachable,
     WrongPassword,
 )
-from .protocol import (
+from ajedrez.client.protocol import (
     BLACK,
     DEFAULT_PORT,
     WHITE,
@@ -67,7 +64,9 @@ from .protocol import (
     color_name,
     game_id,
 )
-from .sync import board_of, learn_facts, record_own_move, sync_all, sync_game
+from ajedrez.client.sync import board_of, learn_facts, record_own_move, sync_all, sync_game
+from ajedrez.domain.export import game_pgn
+from ajedrez.protocol.codes import Reply
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # refused: by the server or by a local check (illegal move, not your turn)

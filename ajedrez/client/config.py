@@ -16,8 +16,8 @@ from pathlib import Path
 
 import platformdirs
 
-from .errors import host_port
-from .protocol import DEFAULT_PORT
+from ajedrez.client.errors import host_port
+from ajedrez.client.protocol import DEFAULT_PORT
 
 APP = "ajedrez"
 DEFAULT_HOST = "127.0.0.1"

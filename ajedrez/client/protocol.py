@@ -1,7 +1,7 @@
 """A small, typed ESPOL 2.0 client: one TCP connection, one method per command.
 
 Written from ``docs/protocol.md`` alone; it imports no server code (only the reply-code
-table :mod:`ajedrez.codes`).
+table :mod:`ajedrez.protocol.codes`).
 
 >>> with Client("127.0.0.1", 1995) as c:           # doctest: +SKIP
 ...     c.login("ana", "a secret")
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
-from .errors import (
+from ajedrez.client.errors import (
     ConnectionLost,
     NoMoreMoves,
     NotEspol,

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 
 import chess
 
-from ajedrez.pgn import GameFacts, read_facts
-
-from .cache import Cache
-from .chessboard import board_from, to_move
-from .errors import ProtocolError, ReplyError
-from .protocol import REMOVED_GAME, Client, GameStatus, MoveRecord
+from ajedrez.client.cache import Cache
+from ajedrez.client.chessboard import board_from, to_move
+from ajedrez.client.errors import ProtocolError, ReplyError
+from ajedrez.client.protocol import REMOVED_GAME, Client, GameStatus, MoveRecord
+from ajedrez.domain.export import GameFacts, read_facts
 
 
 @dataclass

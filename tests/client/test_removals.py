@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import text
 
 from ajedrez.client.cache import Cache
-from ajedrez.service import Accounts, Games
+from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.games import Games
 from tests.client.conftest import start_game
 from tests.conftest import PASSWORD, ServerProcess, start_server
 

@@ -32,12 +32,15 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import aliased
 
-from ..codes import Reply
-from ..eager import Eager, settle, when_done
-from ..errors import Failure
-from ..pgn import LEFT_SERVICE, game_pgn
-from ..storage.db import Conflict, Database, Tx, mapped_errors
-from ..storage.models import (
+from ajedrez.domain.errors import Failure
+from ajedrez.domain.export import LEFT_SERVICE, game_pgn
+from ajedrez.domain.fen import position_fen
+from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.fields import format_partida
+from ajedrez.store import audit
+from ajedrez.store.db import Conflict, Database, Tx, mapped_errors
+from ajedrez.store.eager import Eager, settle, when_done
+from ajedrez.store.models import (
     REMOVED_CHALLENGE,
     REMOVED_GAME,
     REQ_ACCEPT,
@@ -56,10 +59,7 @@ from ..storage.models import (
     Removal,
     User,
 )
-from ..storage.prepared import Prepared, PreparedMany
-from ..values import format_partida
-from . import audit
-from .fen import position_fen
+from ajedrez.store.prepared import Prepared, PreparedMany
 
 PROMOTION_CODES = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
 PROMOTION_PIECES = {code: piece for piece, code in PROMOTION_CODES.items()}

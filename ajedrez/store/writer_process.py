@@ -35,9 +35,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..codes import Reply
-from ..eager import Eager, settle
-from ..errors import Failure, StorageError
+from ajedrez.domain.errors import Failure, StorageError
+from ajedrez.protocol.codes import Reply
+from ajedrez.store.eager import Eager, settle
 
 log = logging.getLogger("ajedrez.storage")
 

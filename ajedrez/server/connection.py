@@ -23,13 +23,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
-from .codes import Reply
-from .eager import when_done
-from .session import Outcome, Session
-from .wire import OVERLONG, LineBuffer, encode_reply
+from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.framing import OVERLONG, LineBuffer, encode_reply
+from ajedrez.server.espol import Outcome, Session
+from ajedrez.store.eager import when_done
 
 if TYPE_CHECKING:
-    from .reactor import Reactor
+    from ajedrez.server.reactor import Reactor
 
 log = logging.getLogger("ajedrez.server")
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from . import loops
-from .wire import MAX_LINE
+from ajedrez.protocol.framing import MAX_LINE
+from ajedrez.server import loops
 
 DEFAULT_PORT = 1995  # the year of ESPOL 2.0; above 1024 so no privileges are needed
 DEFAULT_HOST = "127.0.0.1"

@@ -22,12 +22,13 @@ import ssl
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from .codes import Reply
-from .connection import Connection
-from .ratelimit import RateLimit
-from .service import Accounts, Games
-from .settings import Limits
-from .throttle import LoginThrottle
+from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.games import Games
+from ajedrez.protocol.codes import Reply
+from ajedrez.server.connection import Connection
+from ajedrez.server.ratelimit import RateLimit
+from ajedrez.server.settings import Limits
+from ajedrez.server.throttle import LoginThrottle
 
 log = logging.getLogger("ajedrez.server")
 

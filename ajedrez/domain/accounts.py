@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, func, insert, or_, select, update
 
-from ..codes import Reply
-from ..errors import Failure
-from ..passwords import hash_password, verify
-from ..storage.db import Conflict, Database, Tx
-from ..storage.models import REMOVED_CHALLENGE, GameRequest, Subscription, User
-from ..values import format_partida, new_usuario
-from . import audit, games
+from ajedrez.domain import games
+from ajedrez.domain.errors import Failure
+from ajedrez.domain.passwords import hash_password, verify
+from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.fields import format_partida, new_usuario
+from ajedrez.store import audit
+from ajedrez.store.db import Conflict, Database, Tx
+from ajedrez.store.models import REMOVED_CHALLENGE, GameRequest, Subscription, User
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codes import Reply
-from .commands import (
+from ajedrez.domain.accounts import Accounts, Caller
+from ajedrez.domain.errors import TRANSIENT_RETRIES, Failure, StorageError, TransientStorageError
+from ajedrez.domain.games import Games, GameStatus, MoveRecord
+from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.commands import (
     GAME_READS,
     NO_STORAGE,
     PRE_LOGIN,
@@ -25,15 +28,12 @@ from .commands import (
     lookup,
     parse_args,
 )
-from .errors import TRANSIENT_RETRIES, Failure, StorageError, TransientStorageError
-from .ratelimit import RateLimit
-from .service import Accounts, Caller, Games
-from .service.games import GameStatus, MoveRecord
-from .throttle import LoginThrottle
-from .values import format_fecha, format_partida
-from .wire import LineError, encode_records, encode_reply, parse_line
+from ajedrez.protocol.fields import format_fecha, format_partida
+from ajedrez.protocol.framing import LineError, encode_records, encode_reply, parse_line
+from ajedrez.server.ratelimit import RateLimit
+from ajedrez.server.throttle import LoginThrottle
 
-log = logging.getLogger("ajedrez.session")
+log = logging.getLogger("ajedrez.server.espol")
 
 # Failures of these commands before login end the connection (docs/protocol.md section 3).
 _LOGIN_COMMANDS = frozenset({"USER", "PASS"})

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import insert, select
 
-from ..storage.db import Database, Tx
-from ..storage.models import AdminAudit
+from ajedrez.store.db import Database, Tx
+from ajedrez.store.models import AdminAudit
 
 
 @dataclass(frozen=True)

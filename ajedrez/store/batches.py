@@ -25,8 +25,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-from ..eager import Eager, settle
-from ..errors import StorageError
+from ajedrez.domain.errors import StorageError
+from ajedrez.store.eager import Eager, settle
 
 log = logging.getLogger("ajedrez.storage")
 

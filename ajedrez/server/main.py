@@ -12,14 +12,21 @@ import ssl
 import sys
 import threading
 
-from . import __version__, loops
-from .prefork import Listeners, Master, open_listener
-from .reactor import LISTEN_BACKLOG, Reactor, tls_context
-from .service import Accounts, Games
-from .settings import Settings, SettingsError, add_arguments, load
-from .storage.db import BadURL, Database, redact, resolve_url
-from .storage.migrate import upgrade
-from .storage.writer_process import WriterClient, open_writer_listener, serve_writes, writer_address
+from ajedrez import __version__
+from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.games import Games
+from ajedrez.server import loops
+from ajedrez.server.prefork import Listeners, Master, open_listener
+from ajedrez.server.reactor import LISTEN_BACKLOG, Reactor, tls_context
+from ajedrez.server.settings import Settings, SettingsError, add_arguments, load
+from ajedrez.store.db import BadURL, Database, redact, resolve_url
+from ajedrez.store.migrate import upgrade
+from ajedrez.store.writer_process import (
+    WriterClient,
+    open_writer_listener,
+    serve_writes,
+    writer_address,
+)
 
 log = logging.getLogger("ajedrez")
 LOG_FORMAT_PREFIX = "%(asctime)s %(levelname)s"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .codes import Reply
+from ajedrez.protocol.codes import Reply
 
 
 class Failure(Exception):

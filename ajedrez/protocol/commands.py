@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import values as v
-from .codes import Reply
-from .wire import Line, LineError
+from ajedrez.protocol import fields as v
+from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.framing import Line, LineError
 
 Parser = Callable[[str], Any]
 

@@ -48,11 +48,11 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, TextClause, create_engine, event, exc, make_url, text
 from sqlalchemy.engine import URL, ExceptionContext
 
-from ..errors import TRANSIENT_RETRIES, StorageError, TransientStorageError
-from .batches import BatchThread, LoopBatches
-from .open_marks import OpenMarks
-from .prepared import Prepared, PreparedMany, read_only_connection
-from .writer_process import WriterClient
+from ajedrez.domain.errors import TRANSIENT_RETRIES, StorageError, TransientStorageError
+from ajedrez.store.batches import BatchThread, LoopBatches
+from ajedrez.store.open_marks import OpenMarks
+from ajedrez.store.prepared import Prepared, PreparedMany, read_only_connection
+from ajedrez.store.writer_process import WriterClient
 
 SQLITE_BUSY_TIMEOUT = 10.0  # seconds
 GROUP_COMMIT_WRITERS = 32

@@ -9,7 +9,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from .db import Database
+from ajedrez.store.db import Database
 
 
 def alembic_config() -> Config:
