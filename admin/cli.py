@@ -31,10 +31,10 @@ from ajedrez.domain.errors import Failure, StorageError
 from ajedrez.domain.export import result_text
 from ajedrez.domain.games import GameListing, Games
 from ajedrez.protocol import fields as values
+from ajedrez.protocol.records import STATUS_FINISHED
 from ajedrez.store import audit
 from ajedrez.store.db import BadURL, Database, parse_url, redact, resolve_url, sqlite_file
 from ajedrez.store.migrate import is_current, upgrade
-from ajedrez.store.models import STATUS_FINISHED
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2

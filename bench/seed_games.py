@@ -63,9 +63,7 @@ from sqlalchemy import make_url
 
 from ajedrez.domain.games import AUTOMATIC_ENDINGS
 from ajedrez.domain.passwords import hash_password
-from ajedrez.store.db import Database
-from ajedrez.store.migrate import upgrade
-from ajedrez.store.models import (
+from ajedrez.protocol.records import (
     REQ_ACCEPT,
     REQ_NONE,
     REQ_OFFER,
@@ -77,6 +75,8 @@ from ajedrez.store.models import (
     WINNER_NONE,
     WINNER_WHITE,
 )
+from ajedrez.store.db import Database
+from ajedrez.store.migrate import upgrade
 from bench.seed import PASSWORD, user_names
 
 DAY = 86_400

@@ -11,9 +11,10 @@ from ajedrez.domain.errors import Failure
 from ajedrez.domain.passwords import hash_password, verify
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.fields import format_partida, new_usuario
+from ajedrez.protocol.records import REMOVED_CHALLENGE
 from ajedrez.store import audit
 from ajedrez.store.db import Conflict, Database, Tx
-from ajedrez.store.models import REMOVED_CHALLENGE, GameRequest, Subscription, User
+from ajedrez.store.models import GameRequest, Subscription, User
 
 
 @dataclass(frozen=True)

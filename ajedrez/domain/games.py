@@ -37,10 +37,7 @@ from ajedrez.domain.export import LEFT_SERVICE, game_pgn
 from ajedrez.domain.fen import position_fen
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.fields import format_partida
-from ajedrez.store import audit
-from ajedrez.store.db import Conflict, Database, Tx, mapped_errors
-from ajedrez.store.eager import Eager, settle, when_done
-from ajedrez.store.models import (
+from ajedrez.protocol.records import (
     REMOVED_CHALLENGE,
     REMOVED_GAME,
     REQ_ACCEPT,
@@ -53,12 +50,11 @@ from ajedrez.store.models import (
     WINNER_DRAW,
     WINNER_NONE,
     WINNER_WHITE,
-    Game,
-    GameRequest,
-    Move,
-    Removal,
-    User,
 )
+from ajedrez.store import audit
+from ajedrez.store.db import Conflict, Database, Tx, mapped_errors
+from ajedrez.store.eager import Eager, settle, when_done
+from ajedrez.store.models import Game, GameRequest, Move, Removal, User
 from ajedrez.store.prepared import Prepared, PreparedMany
 
 PROMOTION_CODES = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}

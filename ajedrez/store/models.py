@@ -25,6 +25,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+# Game status and result values are the protocol's own (docs/protocol.md section 2).
+from ajedrez.protocol.records import (
+    REQ_NONE,
+    STATUS_ACTIVE,
+    WINNER_NONE,
+)
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -32,18 +39,6 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
-
-# Game status and result values are the protocol's own (docs/protocol.md section 2).
-STATUS_ACTIVE = 0
-STATUS_FINISHED = 2
-WINNER_NONE = 0
-WINNER_WHITE = 1
-WINNER_BLACK = 2
-WINNER_DRAW = 3
-REQ_NONE = 0
-REQ_OFFER = 1
-REQ_ACCEPT = 2
-REQ_RESIGN = 3
 
 
 class Base(DeclarativeBase):
@@ -181,10 +176,6 @@ class Move(Base):
         CheckConstraint("reverso IN (0, 1)", name="reverso"),
         CheckConstraint("promocion IN (0, 2, 3, 4, 5)", name="promocion"),
     )
-
-
-REMOVED_GAME = "P"
-REMOVED_CHALLENGE = "R"
 
 
 class Removal(Base):

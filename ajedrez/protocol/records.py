@@ -1,0 +1,239 @@
+"""The records of ESPOL's replies (docs/protocol.md section 4) and the values they carry.
+
+One definition for both ends: the server builds each record with ``encode()``, the
+client reads it with the matching ``parse_*`` function, and the tests use both. A
+malformed record raises :class:`MalformedRecord` naming the record.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ajedrez.protocol.fields import format_fecha
+
+WHITE = "B"  # blancas
+BLACK = "N"  # negras
+STATUS_ACTIVE = 0
+STATUS_FINISHED = 2
+WINNER_NONE = 0
+WINNER_WHITE = 1
+WINNER_BLACK = 2
+WINNER_DRAW = 3
+REQ_NONE = 0
+REQ_OFFER = 1
+REQ_ACCEPT = 2
+REQ_RESIGN = 3
+REMOVED_GAME = "P"  # BAJA: the administrator purged this game
+REMOVED_CHALLENGE = "R"  # BAJA: the challenge with this user closed without a game
+MADE = "E"  # SOLI: a challenge I made (enviada)
+RECEIVED = "R"  # SOLI: a challenge made to me (recibida)
+
+_PARTIDA = re.compile(r"P[0-9]{7}")
+
+
+class MalformedRecord(ValueError):
+    """A reply's record does not have the syntax section 4 gives it."""
+
+
+def other_color(color: str) -> str:
+    return BLACK if color == WHITE else WHITE
+
+
+def color_of_ply(ply: int) -> str:
+    """The colour that plays ``ply``: odd plies are white's."""
+    return WHITE if ply % 2 == 1 else BLACK
+
+
+@dataclass(frozen=True)
+class GameSummary:
+    """One PPEN record. ``opponent_color`` is the colour the *opponent* plays."""
+
+    game: str
+    opponent: str
+    opponent_color: str
+    status: int
+
+    @property
+    def my_color(self) -> str:
+        return other_color(self.opponent_color)
+
+    @property
+    def active(self) -> bool:
+        return self.status == STATUS_ACTIVE
+
+    def encode(self) -> str:
+        return f"{self.game}:{self.opponent}:{self.opponent_color}:{self.status}"
+
+
+@dataclass(frozen=True)
+class GameStatus:
+    """The STAT record. ``fecha`` is the game's last change, ``color`` the caller's."""
+
+    game: str
+    white: str
+    black: str
+    fecha: int
+    status: int
+    ganador: int
+    solicitud_blancas: int
+    solicitud_negras: int
+    color: str
+    next_ply: int
+
+    @property
+    def active(self) -> bool:
+        return self.status == STATUS_ACTIVE
+
+    @property
+    def me(self) -> str:
+        return self.white if self.color == WHITE else self.black
+
+    @property
+    def opponent(self) -> str:
+        return self.black if self.color == WHITE else self.white
+
+    @property
+    def turn(self) -> str:
+        """The colour to play the next ply."""
+        return color_of_ply(self.next_ply)
+
+    @property
+    def my_turn(self) -> bool:
+        return self.active and self.turn == self.color
+
+    def solicitud(self, color: str) -> int:
+        return self.solicitud_blancas if color == WHITE else self.solicitud_negras
+
+    @property
+    def draw_offered_by(self) -> str | None:
+        """The colour with a pending draw offer in an active game, if any."""
+        if not self.active:
+            return None
+        for color in (WHITE, BLACK):
+            if self.solicitud(color) == REQ_OFFER:
+                return color
+        return None
+
+    def encode(self) -> str:
+        fields = (
+            self.game,
+            self.white,
+            self.black,
+            format_fecha(self.fecha),
+            self.status,
+            self.ganador,
+            self.solicitud_blancas,
+            self.solicitud_negras,
+            self.color,
+            self.next_ply,
+        )
+        return ":".join(map(str, fields))
+
+
+@dataclass(frozen=True)
+class MoveRecord:
+    """One SPAR record (and JGDA's fields after the game): ply, coordinate move,
+    reverso, posicion (``ffTT``), promocion."""
+
+    ply: int
+    jugada: str
+    reverso: int
+    posicion: str
+    promocion: int
+
+    def encode(self) -> str:
+        return f"{self.ply}:{self.jugada}:{self.reverso}:{self.posicion}:{self.promocion}"
+
+
+@dataclass(frozen=True)
+class RankEntry:
+    """One SRNK record."""
+
+    user: str
+    wins: int
+
+    def encode(self) -> str:
+        return f"{self.user}:{self.wins}"
+
+
+@dataclass(frozen=True)
+class Removal:
+    """One BAJA record: ``kind`` P with a game id, or R with the other user's name."""
+
+    kind: str
+    subject: str
+
+    def encode(self) -> str:
+        return f"{self.kind}:{self.subject}"
+
+
+@dataclass(frozen=True)
+class OpenChallenge:
+    """One SOLI record: ``received`` (R) from ``user``, or made (E) to ``user``."""
+
+    user: str
+    received: bool
+
+    def encode(self) -> str:
+        return f"{RECEIVED if self.received else MADE}:{self.user}"
+
+
+def _int(value: str, what: str, record: str, kind: str) -> int:
+    if not value.isdigit():
+        raise MalformedRecord(f"malformed {kind} record {record!r}: {what} {value!r}")
+    return int(value)
+
+
+def parse_game_summary(record: str) -> GameSummary:
+    f = record.split(":")
+    if len(f) != 4 or not _PARTIDA.fullmatch(f[0]) or f[2] not in (WHITE, BLACK):
+        raise MalformedRecord(f"malformed PPEN record {record!r}")
+    return GameSummary(f[0], f[1], f[2], _int(f[3], "status", record, "PPEN"))
+
+
+def parse_game_status(record: str) -> GameStatus:
+    f = record.split(":")
+    if len(f) != 10 or not _PARTIDA.fullmatch(f[0]) or f[8] not in (WHITE, BLACK):
+        raise MalformedRecord(f"malformed STAT record {record!r}")
+    names = ("fecha", "status", "ganador", "solicitud_blancas", "solicitud_negras")
+    numbers = [_int(value, name, record, "STAT") for name, value in zip(names, f[3:8], strict=True)]
+    return GameStatus(
+        f[0], f[1], f[2], *numbers, f[8], _int(f[9], "proxima_jugada", record, "STAT")
+    )
+
+
+def parse_move_record(record: str) -> MoveRecord:
+    f = record.split(":")
+    if len(f) != 5:
+        raise MalformedRecord(f"malformed SPAR record {record!r}")
+    return MoveRecord(
+        _int(f[0], "ply", record, "SPAR"),
+        f[1],
+        _int(f[2], "reverso", record, "SPAR"),
+        f[3],
+        _int(f[4], "promocion", record, "SPAR"),
+    )
+
+
+def parse_rank_entry(record: str) -> RankEntry:
+    user, sep, wins = record.rpartition(":")
+    if not sep:
+        raise MalformedRecord(f"malformed SRNK record {record!r}")
+    return RankEntry(user, _int(wins, "wins", record, "SRNK"))
+
+
+def parse_removal(record: str) -> Removal:
+    kind, sep, subject = record.partition(":")
+    if not sep or kind not in (REMOVED_GAME, REMOVED_CHALLENGE) or not subject:
+        raise MalformedRecord(f"malformed BAJA record {record!r}")
+    if kind == REMOVED_GAME and not _PARTIDA.fullmatch(subject):
+        raise MalformedRecord(f"malformed BAJA record {record!r}")
+    return Removal(kind, subject)
+
+
+def parse_open_challenge(record: str) -> OpenChallenge:
+    way, sep, user = record.partition(":")
+    if not sep or way not in (MADE, RECEIVED) or not user:
+        raise MalformedRecord(f"malformed SOLI record {record!r}")
+    return OpenChallenge(user, way == RECEIVED)
