@@ -29,6 +29,7 @@ from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.games import Games, MoveRecord
 from ajedrez.store import audit
 from ajedrez.store.db import Database, redact
+from ajedrez.store.eager import blocking
 from ajedrez.store.migrate import is_current
 from ajedrez.store.models import AdminAudit, Game, Move, User
 from tests.conftest import PASSWORD, ROOT, admin, unique_name
@@ -424,8 +425,8 @@ def test_users_remove_forfeits_active_games(cli, new_user, accounts, games, db):
     r = cli("users", "remove", black)
     assert_ok(r)
     assert r.out == f"user {black} removed; 1 active game forfeited: {pid(game_id)}\n"
-    st = games.status(w.id, game_id)
-    assert (st.status, st.winner) == (2, 1)  # finished, white won
+    st = blocking(lambda: games.status(w.id, game_id))
+    assert (st.status, st.ganador) == (2, 1)  # finished, white won
     assert st.req_black == 3  # the leaver counts as resigned
     assert user_row(db, white).wins == 1
     assert games.challengers_since(t.id, 0)[1] == []
@@ -757,8 +758,8 @@ def test_games_list_and_purge(cli, private_db):
     ana, bea, carla = (accounts.login(n, PASSWORD) for n in ("ana", "bea", "carla"))
     games.challenge(ana.id, "bea")
     finished = games.accept(bea.id, "B", "ana")  # bea white, ana black
-    games.play(bea.id, finished, MoveRecord(1, "e2e4", 0, "1228", 0))
-    games.play(ana.id, finished, MoveRecord(2, "e7e5", 0, "5236", 0))
+    blocking(lambda: games.play(bea.id, finished, MoveRecord(1, "e2e4", 0, "1228", 0)))
+    blocking(lambda: games.play(ana.id, finished, MoveRecord(2, "e7e5", 0, "5236", 0)))
     games.resign(bea.id, finished, "ana")  # black wins
     games.challenge(carla.id, "ana")
     active = games.accept(ana.id, "N", "carla")  # carla white, ana black
@@ -779,7 +780,7 @@ def test_games_list_and_purge(cli, private_db):
     assert rows == [f"P{active:07d}"]
     with database.engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(Move)) == 0
-    assert games.status(ana.id, active).status == 0
+    assert blocking(lambda: games.status(ana.id, active)).status == 0
     assert cli("games", "purge", url=url).out == "no finished games removed\n"
 
 

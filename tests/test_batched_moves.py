@@ -17,9 +17,10 @@ import pytest
 from sqlalchemy import text
 
 from ajedrez.domain.errors import Failure, StorageError
-from ajedrez.domain.games import _PLAYERS_AND_MOVES_AFTER, _PLAYERS_AND_MOVES_AFTER_MANY, Games
+from ajedrez.domain.games import _PLAYERS_AND_MOVES_AFTER, _PLAYERS_AND_MOVES_AFTER_ONE, Games
 from ajedrez.protocol.codes import Reply
 from ajedrez.store.db import Database, Tx
+from ajedrez.store.eager import blocking
 from tests.play_support import user_id
 from tests.test_play_history import _pick, _record
 
@@ -144,7 +145,8 @@ def test_a_batch_that_mates_ends_its_game(games, db, new_user):
     other, other_ids = _new_game(games, db, new_user)
     for ply, uci in enumerate(["f2f3", "e7e5", "g2g4"], start=1):
         color = chess.WHITE if ply % 2 else chess.BLACK
-        games.play(ids[color], mated, _record(ply, chess.Move.from_uci(uci)))
+        record = _record(ply, chess.Move.from_uci(uci))
+        blocking(lambda: games.play(ids[color], mated, record))  # noqa: B023
     results = db.write_jobs(
         [
             games.move_job(other_ids[chess.WHITE], other, _record(1, chess.Move.from_uci("e2e4"))),
@@ -191,18 +193,19 @@ def test_batched_spar_reads_match_single_ones(games, db, new_user):
     board = chess.Board()
     for uci in ["e2e4", "e7e5", "g1f3", "b8c6"]:
         record = _record(len(board.move_stack) + 1, chess.Move.from_uci(uci))
-        games.play(ids[board.turn], played, record)
+        blocking(lambda: games.play(ids[board.turn], played, record))  # noqa: B023
         board.push_uci(uci)
     asks = [(played, 0), (empty, 0), (played, 2), (999_999_999, 0), (played, 4), (played, 3)]
     params = [{"gid": gid, "after": after} for gid, after in asks]
     with db.read_each() as conn:
-        single = [[tuple(r) for r in _PLAYERS_AND_MOVES_AFTER.all(conn, **p)] for p in params]
+        single = [[tuple(r) for r in _PLAYERS_AND_MOVES_AFTER_ONE.all(conn, **p)] for p in params]
         if db.is_sqlite:
             many = [
-                [tuple(r) for r in rows] for rows in _PLAYERS_AND_MOVES_AFTER.all_each(conn, params)
+                [tuple(r) for r in rows]
+                for rows in _PLAYERS_AND_MOVES_AFTER_ONE.all_each(conn, params)
             ]
         else:
-            found = _PLAYERS_AND_MOVES_AFTER_MANY.all_each(conn, params)
+            found = _PLAYERS_AND_MOVES_AFTER.all_each(conn, params)
             ordinals = [{r.i for r in rows} for rows in found]
             assert ordinals == [{1}, {2}, {3}, set(), {5}, {6}]
             many = [[tuple(r)[1:] for r in rows] for rows in found]
@@ -217,28 +220,19 @@ def test_reads_queued_from_a_loop_get_their_own_answers(games, db, new_user):
     stranger = user_id(db, new_user("bx"))
     for ply, uci in enumerate(["e2e4", "e7e5", "g1f3"], start=1):
         color = chess.WHITE if ply % 2 else chess.BLACK
-        games.play(ids[color], played, _record(ply, chess.Move.from_uci(uci)))
+        record = _record(ply, chess.Move.from_uci(uci))
+        blocking(lambda: games.play(ids[color], played, record))  # noqa: B023
     white = ids[chess.WHITE]
 
     async def ask() -> list[object]:
-        if not games.reads_later:
-            return [_moves_after(games, white, played, after) for after in range(4)]
-        work = [games.moves_after_later(white, played, after) for after in range(4)]
-        work += [games.moves_after_later(stranger, played, 0), games.status_later(white, played)]
-        work += [games.status_later(white, 999_999_999)]
+        work = [games.moves_after(white, played, after) for after in range(4)]
+        work += [games.moves_after(stranger, played, 0), games.status(white, played)]
+        work += [games.status(white, 999_999_999)]
         return await asyncio.gather(*work, return_exceptions=True)
 
     answers = asyncio.run(ask())
     assert [len(a) for a in answers[:3]] == [3, 2, 1]  # type: ignore[arg-type]
     assert isinstance(answers[3], Failure) and answers[3].code == Reply.F_NOMASJUG
-    if games.reads_later:
-        assert isinstance(answers[4], Failure) and answers[4].code == Reply.F_NOTPLAYER
-        assert answers[5].next_ply == 4 and answers[5].color == "B"  # type: ignore[union-attr]
-        assert isinstance(answers[6], Failure) and answers[6].code == Reply.F_NOGAME
-
-
-def _moves_after(games: Games, caller: int, game_id: int, after: int) -> object:
-    try:
-        return games.moves_after(caller, game_id, after)
-    except Failure as e:
-        return e
+    assert isinstance(answers[4], Failure) and answers[4].code == Reply.F_NOTPLAYER
+    assert answers[5].next_ply == 4 and answers[5].color == "B"  # type: ignore[union-attr]
+    assert isinstance(answers[6], Failure) and answers[6].code == Reply.F_NOGAME

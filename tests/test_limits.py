@@ -400,10 +400,6 @@ class CountingAccounts:
 class NoGames:
     """Stands in for the game service, which SUBS never uses."""
 
-    reads_never_wait = False
-    reads_later = False
-    writes_later = False
-
 
 def test_password_hashes_are_capped() -> None:
     import asyncio

@@ -8,6 +8,7 @@ import chess
 from ajedrez.domain import games as service_games
 from ajedrez.domain.export import GameFacts, game_pgn, pgn_date, read_facts
 from ajedrez.domain.games import MoveRecord
+from ajedrez.store.eager import blocking
 from tests.conftest import unique_name
 
 FOOLS_MATE = ["f3", "e5", "g4", "Qh4#"]
@@ -116,11 +117,8 @@ def test_service_pgn_is_the_shared_writer(games, accounts):
     for ply, move in enumerate(_moves(FOOLS_MATE), start=1):
         jugada = chess.square_name(move.from_square) + chess.square_name(move.to_square)
         mover = wid if ply % 2 else bid
-        games.play(
-            mover,
-            gid,
-            MoveRecord(ply, jugada, 0, f"{move.from_square:02d}{move.to_square:02d}", 0),
-        )
+        record = MoveRecord(ply, jugada, 0, f"{move.from_square:02d}{move.to_square:02d}", 0)
+        blocking(lambda: games.play(mover, gid, record))  # noqa: B023 (run at once)
         board.push(move)
     text = games.pgn(gid)
     facts = read_facts(text)

@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import text
 
 from ajedrez.domain.games import PROMOTION_CODES, Games, MoveRecord
+from ajedrez.store.eager import blocking
 from tests.play_support import user_id
 
 STATUS_ACTIVE, STATUS_FINISHED = 0, 2
@@ -68,7 +69,8 @@ def test_stored_state_matches_a_full_replay(seed, services, games, db, new_user)
             service = games if board.turn == chess.WHITE else other
         else:
             service = rng.choice((games, other))
-        service.play(ids[board.turn], game_id, _record(len(board.move_stack) + 1, move))
+        record = _record(len(board.move_stack) + 1, move)
+        blocking(lambda: service.play(ids[board.turn], game_id, record))  # noqa: B023
         board.push(move)
         with db.engine.connect() as c:
             row = c.execute(

@@ -14,6 +14,7 @@ import pytest
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.games import Games, MoveRecord
 from ajedrez.store.db import Database
+from ajedrez.store.eager import blocking
 from tests.conftest import PASSWORD, ServerProcess, start_server, unique_name
 from tests.espol import Conn
 
@@ -43,7 +44,7 @@ def finished_game(accounts: Accounts, games: Games, white: str, black: str) -> i
     w, b = accounts.login(white, PASSWORD), accounts.login(black, PASSWORD)
     games.challenge(b.id, white)
     gid = games.accept(w.id, "B", black)
-    games.play(w.id, gid, MoveRecord(1, "e2e4", 0, "1228", 0))
+    blocking(lambda: games.play(w.id, gid, MoveRecord(1, "e2e4", 0, "1228", 0)))
     games.resign(b.id, gid, white)
     return gid
 

@@ -13,10 +13,6 @@ from ajedrez.store.models import User
 
 
 class FlakyGames:
-    reads_never_wait = False
-    reads_later = False
-    writes_later = False
-
     def __init__(self, failures: int) -> None:
         self.failures = failures
         self.calls = 0

@@ -50,6 +50,9 @@ from ajedrez.protocol.records import (
     WINNER_DRAW,
     WINNER_NONE,
     WINNER_WHITE,
+    GameStatus,
+    GameSummary,
+    MoveRecord,
 )
 from ajedrez.store import audit
 from ajedrez.store.db import Conflict, Database, Tx, mapped_errors
@@ -82,39 +85,6 @@ Black = aliased(User)
 
 
 @dataclass(frozen=True)
-class GameSummary:
-    """PPEN record: ``opponent_color`` is the colour the opponent plays (docs/protocol.md)."""
-
-    game_id: int
-    opponent: str
-    opponent_color: str
-    status: int
-
-
-@dataclass(frozen=True)
-class GameStatus:
-    game_id: int
-    white: str
-    black: str
-    changed_at: int
-    status: int
-    winner: int
-    req_white: int
-    req_black: int
-    color: str  # the caller's colour
-    next_ply: int
-
-
-@dataclass(frozen=True)
-class MoveRecord:
-    ply: int
-    jugada: str
-    reverso: int
-    posicion: str
-    promocion: int
-
-
-@dataclass(frozen=True)
 class GameListing:
     game_id: int
     white: str
@@ -135,18 +105,6 @@ class Games:
     def __init__(self, db: Database) -> None:
         self.db = db
         self._boards = _Boards(BOARD_CACHE_GAMES)
-
-    @property
-    def reads_never_wait(self) -> bool:
-        """Do ``status`` and ``moves_after`` answer without waiting for any writer or
-        round trip? The transport may then run them on its event loop."""
-        return self.db.reads_never_wait
-
-    @property
-    def reads_later(self) -> bool:
-        """Are ``status_later`` and ``moves_after_later`` the way to read a game from an
-        event loop (the reads are round trips: PostgreSQL)?"""
-        return not self.db.reads_never_wait
 
     # -- challenges --------------------------------------------------------------------
 
@@ -302,29 +260,20 @@ class Games:
                     .join(User, User.id == theirs)
                     .where(mine == caller_id, Game.changed_at >= since)
                 )
-                out += [GameSummary(r.id, r.name, their_color, r.status) for r in rows]
-            out.sort(key=lambda g: g.game_id)
+                out += [GameSummary(_pid(r.id), r.name, their_color, r.status) for r in rows]
+            out.sort(key=lambda g: g.game)
             return tx.stamp, out
 
-    def status(self, caller_id: int, game_id: int) -> GameStatus:
-        with self.db.read_each() as conn:
-            return _status(_GAME.all(conn, gid=game_id), caller_id, game_id)
-
-    def status_later(self, caller_id: int, game_id: int) -> asyncio.Future[GameStatus]:
-        """``status`` for an event loop, through the reader thread (see ``reads_later``)."""
+    def status(self, caller_id: int, game_id: int) -> asyncio.Future[GameStatus]:
+        """STAT, through the store's read queue (``Database.read_later``)."""
         rows = self.db.read_later(_GAME, gid=game_id)
         return _then(rows, lambda found: _status(found, caller_id, game_id))
 
-    def moves_after(self, caller_id: int, game_id: int, after: int) -> list[MoveRecord]:
-        with self.db.read_each() as conn:
-            rows = _PLAYERS_AND_MOVES_AFTER.all(conn, gid=game_id, after=after)
-        return _moves_after(rows, caller_id, game_id, after)
-
-    def moves_after_later(
+    def moves_after(
         self, caller_id: int, game_id: int, after: int
     ) -> asyncio.Future[list[MoveRecord]]:
-        """``moves_after`` for an event loop, through the reader thread."""
-        rows = self.db.read_later(_PLAYERS_AND_MOVES_AFTER_MANY, gid=game_id, after=after)
+        """SPAR, through the store's read queue."""
+        rows = self.db.read_later(_PLAYERS_AND_MOVES_AFTER, gid=game_id, after=after)
         return _then(rows, lambda found: _moves_after(found, caller_id, game_id, after))
 
     def ranking(self, limit: int = 10) -> list[tuple[str, int]]:
@@ -339,28 +288,15 @@ class Games:
 
     # -- moves -------------------------------------------------------------------------
 
-    @property
-    def writes_later(self) -> bool:
-        """Is ``play_later`` available (a database whose writes batch: both stores)?"""
-        return self.db.writes_later
-
-    def play(self, caller_id: int, game_id: int, move: MoveRecord) -> None:
-        plan = self._plan_on_snapshot(caller_id, game_id, move)
-        try:
-            with self.db.write() as tx:
-                self._play(tx, caller_id, game_id, move, plan)
-        except Conflict:
-            raise _just_played(game_id, move) from None
-
-    def play_later(self, caller_id: int, game_id: int, move: MoveRecord) -> asyncio.Future[None]:
-        """``play`` for an event loop (when ``writes_later``): on SQLite the move is
-        checked now, on a snapshot, and refused at once if it is wrong; the write is
-        queued, and the awaitable completes when it is durable or fails with the reason
-        it was refused."""
+    def play(self, caller_id: int, game_id: int, move: MoveRecord) -> asyncio.Future[None]:
+        """JGDA, through the store's write queue (``Database.write_later``): on SQLite the
+        move is checked now, on a snapshot, and refused at once if it is wrong; the
+        write is queued, and the future completes when it is durable or fails with the
+        reason it was refused."""
         return self.db.write_later(self.move_job(caller_id, game_id, move))
 
     def move_job(self, caller_id: int, game_id: int, move: MoveRecord) -> MoveJob:
-        """The queued write of ``play_later``, for ``Database.write_later``."""
+        """The queued write of ``play``, for ``Database.write_later``."""
         plan = self._plan_on_snapshot(caller_id, game_id, move)
         return MoveJob(self, caller_id, game_id, move, plan)
 
@@ -694,7 +630,7 @@ def _status(rows: list[Any], caller_id: int, game_id: int) -> GameStatus:
     row = rows[0]
     color = _color_of(row, caller_id, game_id)
     return GameStatus(
-        game_id,
+        _pid(game_id),
         row.white,
         row.black,
         row.changed_at,
@@ -795,7 +731,7 @@ _MOVES_AFTER = Prepared(
     .order_by(Move.ply)
 )
 # SPAR in one round trip: the game's players (for the access check) with its new moves.
-_PLAYERS_AND_MOVES_AFTER = Prepared(
+_PLAYERS_AND_MOVES_AFTER_ONE = Prepared(
     select(
         Game.white_id,
         Game.black_id,
@@ -855,13 +791,14 @@ _SPAR_MOVES = (
     .offset(0)
     .lateral("m")
 )
-_PLAYERS_AND_MOVES_AFTER_MANY = PreparedMany(
+_PLAYERS_AND_MOVES_AFTER = PreparedMany(
     select(_SPAR_QUERIES.c.i, Game.white_id, Game.black_id, *_SPAR_MOVES.c)
     .select_from(_SPAR_QUERIES)
     .join(Game, Game.id == _SPAR_QUERIES.c.gid)
     .outerjoin(_SPAR_MOVES, true())
     .order_by(_SPAR_QUERIES.c.i, _SPAR_MOVES.c.ply),
     each=("gid", "after"),
+    alone=_PLAYERS_AND_MOVES_AFTER_ONE,
 )
 
 # PostgreSQL: moves (a batch's, or one) inserted and their games updated in one statement.

@@ -1,13 +1,15 @@
-"""The command table: per command its fields, whether it needs a login, and its help line.
+"""The command table: per command its fields, whether it needs a login, where it runs,
+and its help line.
 
 Checked in one place (:func:`parse_args`) before dispatch, so handlers only ever see
-well-formed values.
+well-formed values; the transport reads :attr:`Spec.runs` to decide where a line runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from ajedrez.protocol import fields as v
@@ -17,6 +19,28 @@ from ajedrez.protocol.framing import Line, LineError
 Parser = Callable[[str], Any]
 
 
+class Runs(Enum):
+    """Where the transport runs a command (one dispatcher acts on it: server/connection.py).
+
+    LOOP: on the event loop, answered at once; it touches no database. A line that is
+    not a known command runs here too, as its answer is an error built on the spot.
+    QUEUE: on the event loop, its handler hands the store one unit of work (a read of a
+    game, a move) and the reply leaves when the store has done it. These are what a
+    waiting player sends after every move; a thread hand-off would cost more than they do.
+    THREAD: on a command thread; the handler may block on the database.
+    PASSWORD: on the few threads that run the (deliberately slow) password hash, after
+    the login throttle lets it (PASS, UNSU).
+    SUBSCRIPTION: on the threads that hash SUBS's passwords, so a flood of requests
+    never takes a login's turn.
+    """
+
+    LOOP = "loop"
+    QUEUE = "queue"
+    THREAD = "thread"
+    PASSWORD = "password"
+    SUBSCRIPTION = "subscription"
+
+
 @dataclass(frozen=True)
 class Spec:
     name: str
@@ -24,6 +48,7 @@ class Spec:
     login: bool
     summary: str
     optional: int = 0  # how many trailing fields may be left out
+    runs: Runs = Runs.THREAD
 
     @property
     def syntax(self) -> str:
@@ -34,9 +59,14 @@ class Spec:
 
 
 def _spec(
-    name: str, login: bool, summary: str, *fields: tuple[str, Parser], optional: int = 0
+    name: str,
+    login: bool,
+    summary: str,
+    *fields: tuple[str, Parser],
+    optional: int = 0,
+    runs: Runs = Runs.THREAD,
 ) -> Spec:
-    return Spec(name, fields, login, summary, optional)
+    return Spec(name, fields, login, summary, optional, runs)
 
 
 _PARTIDA = ("partida", v.partida)
@@ -47,7 +77,13 @@ SPECS: dict[str, Spec] = {
     s.name: s
     for s in (
         _spec("USER", False, "start the login with your user name", ("usuario", v.usuario)),
-        _spec("PASS", False, "finish the login with your password", ("password", v.password)),
+        _spec(
+            "PASS",
+            False,
+            "finish the login with your password",
+            ("password", v.password),
+            runs=Runs.PASSWORD,
+        ),
         _spec(
             "SUBS",
             False,
@@ -55,6 +91,7 @@ SPECS: dict[str, Spec] = {
             ("usuario", v.usuario),
             ("password", v.password),
             ("comentario", v.comentario),
+            runs=Runs.SUBSCRIPTION,
         ),
         _spec(
             "HELP",
@@ -62,8 +99,9 @@ SPECS: dict[str, Spec] = {
             "this list, or one command's syntax",
             ("comando", v.help_topic),
             optional=1,
+            runs=Runs.LOOP,
         ),
-        _spec("QUIT", False, "end the session (no reply)"),
+        _spec("QUIT", False, "end the session (no reply)", runs=Runs.LOOP),
         _spec("JUEG", True, "challenge a user to a game", _DESTINO),
         _spec("TRAN", True, "challenges to you made since fecha", _FECHA),
         _spec(
@@ -86,13 +124,14 @@ SPECS: dict[str, Spec] = {
         ),
         _spec("JAUT", True, "active users admitted or changed since fecha (0 = all)", _FECHA),
         _spec("SRNK", True, "the ten users with most won games"),
-        _spec("STAT", True, "the status of one of your games", _PARTIDA),
+        _spec("STAT", True, "the status of one of your games", _PARTIDA, runs=Runs.QUEUE),
         _spec(
             "SPAR",
             True,
             "the moves of one of your games after #jugada (0 = all)",
             _PARTIDA,
             ("#jugada", v.ply),
+            runs=Runs.QUEUE,
         ),
         _spec(
             "JGDA",
@@ -104,6 +143,7 @@ SPECS: dict[str, Spec] = {
             ("reverso", v.reverso),
             ("posicion", v.posicion),
             ("promocion", v.promocion),
+            runs=Runs.QUEUE,
         ),
         _spec("TBLS", True, "offer your opponent a draw", _PARTIDA, _DESTINO),
         _spec(
@@ -129,23 +169,27 @@ SPECS: dict[str, Spec] = {
             "close your account (your active games are lost)",
             ("usuario", v.usuario),
             ("password", v.password),
+            runs=Runs.PASSWORD,
         ),
     )
 }
 
 ALIASES = {"TBLs": "TBLS", "RTBS": "RTBL"}  # spellings found in the seed
 PRE_LOGIN = frozenset(name for name, spec in SPECS.items() if not spec.login)
-# What the transport may run on its event loop instead of a command thread, whose
-# hand-off costs more than these commands do (Session.runs_inline): commands that touch
-# no database; the reads of one game that a waiting player sends after every move, when
-# the database's reads never wait; a move, when the database queues its writes.
-NO_STORAGE = frozenset({"HELP", "QUIT"})
-GAME_READS = frozenset({"STAT", "SPAR"})
-QUEUED_WRITES = frozenset({"JGDA"})
 
 
 def lookup(code: str) -> Spec | None:
     return SPECS.get(ALIASES.get(code, code))
+
+
+def runs(raw: bytes) -> Runs:
+    """Where the line ``raw`` runs: its command's ``runs``, read from the code alone
+    (the line is parsed when it runs). A line that names no command runs on the loop."""
+    code = raw[:4]
+    if len(raw) > 4 and raw[4:5] != b":":
+        return Runs.LOOP
+    spec = lookup(code.decode("ascii", "replace"))
+    return spec.runs if spec is not None else Runs.LOOP
 
 
 def parse_args(spec: Spec, line: Line) -> list[Any]:

@@ -1,16 +1,18 @@
 """One client connection on the event loop: bytes in, lines to its session, replies out.
 
-An ``asyncio.Protocol``, not a stream and a task: a line that runs on the loop (HELP,
-and STAT, SPAR and the check of a JGDA: ``Session.runs_inline``) is answered in the
-callback that read it, and a reply that waits for storage leaves from the callback that
-completes the wait. With a task per connection every request cost two more wake-ups of
-the task, each a turn of the loop later, and at 2,000 moves/s that was a third of a
-JGDA's time on the server (``docs/performance.md``).
+An ``asyncio.Protocol``, not a stream and a task: a line that runs on the loop (its
+command's ``Runs`` is LOOP or QUEUE in the command table) is answered in the callback
+that read it, or, when the store has queued work for it, in the callback that completes
+that work. With a task per connection every request cost two more wake-ups of the task,
+each a turn of the loop later (``docs/performance.md``).
 
-Lines run one at a time, in order: while one waits (for the writer, the reader, or a
-command thread) the lines behind it stay queued and reading pauses, as it does while
-the client is not reading its replies. The transport's flow control and the line
-buffer's limit thus bound what a connection holds.
+This is the one dispatcher: :meth:`Connection._pump` reads each line's ``Runs`` and
+runs it on the loop or on the pool the table names.
+
+Lines run one at a time, in order: while one waits (for the store's queue or a thread)
+the lines behind it stay queued and reading pauses, as it does while the client is not
+reading its replies. The transport's flow control and the line buffer's limit thus
+bound what a connection holds.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.commands import Runs
 from ajedrez.protocol.framing import OVERLONG, LineBuffer, encode_reply
 from ajedrez.server.espol import Outcome, Session
 from ajedrez.store.eager import when_done
@@ -163,25 +166,31 @@ class Connection(asyncio.Protocol):
                 self._send(session.overlong(self.buffer.max_line))
                 continue
             assert isinstance(item, bytes)
-            if session.runs_inline(item):
+            where = session.runs(item)
+            if where in (Runs.LOOP, Runs.QUEUE):
                 outcome = session.handle_line(item)
-                if outcome.later is None:
+                later = outcome.later
+                if later is not None and later.work.done():
+                    # Answered at once (SQLite's reads): no wait, and no recursion
+                    # through _wait for each of many pipelined lines.
+                    outcome = session.settled(later, later.work)
+                    later = None
+                if later is None:
                     self._send(outcome)
                     continue
-                later = outcome.later
                 self._wait(later.work, partial(session.settled, later))
                 return
-            self._start_in_thread(session, item)
+            self._start_in_thread(session, item, where)
             return
         if self.eof and self.idle:
             self.close()
         self._flow()
 
-    def _start_in_thread(self, session: Session, line: bytes) -> None:
+    def _start_in_thread(self, session: Session, line: bytes, where: Runs) -> None:
         self.busy = True
         user = session.login_attempt(line)
         if user is None:
-            self._in_thread(session, line)
+            self._in_thread(session, line, where)
             return
         self.login = (line, user)
         self.login_state = _QUEUED
@@ -212,7 +221,9 @@ class Connection(asyncio.Protocol):
         self.login_state = _CHECKING
         # The slot is given up before the reply leaves and the next line runs: a pipelined
         # line that checks a password again (UNSU after PASS) must find it free.
-        self._in_thread(session, line, before_reply=lambda: self._drop_login(checked=True))
+        self._in_thread(
+            session, line, Runs.PASSWORD, before_reply=lambda: self._drop_login(checked=True)
+        )
 
     def _drop_login(self, *, checked: bool = False) -> None:
         """Give up this connection's place in its address's login queue, if it has one.
@@ -232,13 +243,13 @@ class Connection(asyncio.Protocol):
             throttle.leave(self.address)
 
     def _in_thread(
-        self, session: Session, line: bytes, before_reply: Callable[[], None] | None = None
+        self,
+        session: Session,
+        line: bytes,
+        where: Runs,
+        before_reply: Callable[[], None] | None = None,
     ) -> None:
-        r = self.reactor
-        pool = r.pool
-        if session.costs_a_hash(line):
-            pool = r.subs_pool if line.startswith(b"SUBS:") else r.hash_pool
-        work = self.loop.run_in_executor(pool, session.handle_line, line)
+        work = self.loop.run_in_executor(self.reactor.pools[where], session.handle_line, line)
 
         def outcome(done: asyncio.Future[Outcome]) -> Outcome:
             if before_reply is not None:

@@ -8,7 +8,6 @@ built by :meth:`Session._reply` or :meth:`Session._records`.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -16,20 +15,12 @@ from typing import Any
 
 from ajedrez.domain.accounts import Accounts, Caller
 from ajedrez.domain.errors import TRANSIENT_RETRIES, Failure, StorageError, TransientStorageError
-from ajedrez.domain.games import Games, GameStatus, MoveRecord
+from ajedrez.domain.games import Games
 from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.commands import (
-    GAME_READS,
-    NO_STORAGE,
-    PRE_LOGIN,
-    QUEUED_WRITES,
-    SPECS,
-    help_text,
-    lookup,
-    parse_args,
-)
+from ajedrez.protocol.commands import PRE_LOGIN, SPECS, Runs, help_text, lookup, parse_args, runs
 from ajedrez.protocol.fields import format_fecha, format_partida
 from ajedrez.protocol.framing import LineError, encode_records, encode_reply, parse_line
+from ajedrez.protocol.records import GameStatus, MoveRecord
 from ajedrez.server.ratelimit import RateLimit
 from ajedrez.server.throttle import LoginThrottle
 
@@ -37,12 +28,6 @@ log = logging.getLogger("ajedrez.server.espol")
 
 # Failures of these commands before login end the connection (docs/protocol.md section 3).
 _LOGIN_COMMANDS = frozenset({"USER", "PASS"})
-
-
-@functools.cache
-def _inline_codes(reads: bool, writes: bool) -> frozenset[bytes]:
-    names = NO_STORAGE | (GAME_READS if reads else set()) | (QUEUED_WRITES if writes else set())
-    return frozenset(name.encode() for name in names)
 
 
 @dataclass
@@ -80,11 +65,6 @@ class Session:
         self._handlers: dict[str, Callable[..., Outcome]] = {
             name: getattr(self, f"do_{name}") for name in SPECS
         }
-        self.writes_later = games.writes_later
-        self.reads_later = games.reads_later
-        self._inline = _inline_codes(
-            games.reads_never_wait or games.reads_later, games.writes_later
-        )
 
     @property
     def logged_in(self) -> bool:
@@ -151,15 +131,11 @@ class Session:
             return self.caller.name
         return None
 
-    def runs_inline(self, raw: bytes) -> bool:
-        """May this line run on the transport's event loop? Only when it neither waits
-        nor takes long: see ``commands.NO_STORAGE``, ``GAME_READS`` and ``QUEUED_WRITES``."""
-        return raw[:4] in self._inline and (len(raw) == 4 or raw[4:5] == b":")
-
     @staticmethod
-    def costs_a_hash(raw: bytes) -> bool:
-        """True for the commands that run the (deliberately slow) password hash."""
-        return raw[:5] in (b"PASS:", b"SUBS:", b"UNSU:")
+    def runs(raw: bytes) -> Runs:
+        """Where the transport runs this line (``commands.Runs``): on the loop (LOOP and
+        QUEUE, whose storage work comes back as ``Outcome.later``) or on a thread pool."""
+        return runs(raw)
 
     def overlong(self, limit: int) -> Outcome:
         return self._reply(Reply.F_LONGLINE, f"line longer than {limit} bytes; it was discarded")
@@ -283,10 +259,7 @@ class Session:
 
     def do_PPEN(self, since: int) -> Outcome:
         stamp, games = self.games.games_since(self._me.id, since)
-        records = [
-            f"{format_partida(g.game_id)}:{g.opponent}:{g.opponent_color}:{g.status}" for g in games
-        ]
-        return self._since(Reply.S_PPEN, stamp, records)
+        return self._since(Reply.S_PPEN, stamp, [g.encode() for g in games])
 
     def do_SOLI(self) -> Outcome:
         challenges = self.games.open_challenges(self._me.id)
@@ -300,27 +273,22 @@ class Session:
         ranking = self.games.ranking()
         return self._records(Reply.S_SRNK, [f"{name}:{wins}" for name, wins in ranking])
 
+    # STAT, SPAR and JGDA run on the loop (Runs.QUEUE): each hands the store its work.
+
     def do_STAT(self, game_id: int) -> Outcome:
-        if self.reads_later:  # on the event loop: see runs_inline
-            work = self.games.status_later(self._me.id, game_id)
-            return Outcome(later=Later("STAT", work, _stat))
-        return _stat(self.games.status(self._me.id, game_id))
+        work = self.games.status(self._me.id, game_id)
+        return Outcome(later=Later("STAT", work, _stat))
 
     def do_SPAR(self, game_id: int, after: int) -> Outcome:
-        if self.reads_later:
-            work = self.games.moves_after_later(self._me.id, game_id, after)
-            return Outcome(later=Later("SPAR", work, _spar))
-        return _spar(self.games.moves_after(self._me.id, game_id, after))
+        work = self.games.moves_after(self._me.id, game_id, after)
+        return Outcome(later=Later("SPAR", work, _spar))
 
     def do_JGDA(
         self, game_id: int, ply: int, jugada: str, reverso: int, posicion: str, promocion: int
     ) -> Outcome:
         move = MoveRecord(ply, jugada, reverso, posicion, promocion)
-        if self.writes_later:  # on the event loop: see runs_inline
-            work = self.games.play_later(self._me.id, game_id, move)
-            return Outcome(later=Later("JGDA", work, _moved))
-        self.games.play(self._me.id, game_id, move)
-        return _moved(None)
+        work = self.games.play(self._me.id, game_id, move)
+        return Outcome(later=Later("JGDA", work, _moved))
 
     def do_TBLS(self, game_id: int, opponent: str) -> Outcome:
         self.games.offer_draw(self._me.id, game_id, opponent)
@@ -344,24 +312,11 @@ class Session:
 
 
 def _stat(g: GameStatus) -> Outcome:
-    fields = (
-        format_partida(g.game_id),
-        g.white,
-        g.black,
-        format_fecha(g.changed_at),
-        g.status,
-        g.winner,
-        g.req_white,
-        g.req_black,
-        g.color,
-        g.next_ply,
-    )
-    return Session._reply(Reply.S_STAT, ":".join(map(str, fields)))
+    return Session._reply(Reply.S_STAT, g.encode())
 
 
 def _spar(moves: list[MoveRecord]) -> Outcome:
-    records = [f"{m.ply}:{m.jugada}:{m.reverso}:{m.posicion}:{m.promocion}" for m in moves]
-    return Session._records(Reply.S_SPAR, records)
+    return Session._records(Reply.S_SPAR, [m.encode() for m in moves])
 
 
 def _moved(_stored: object) -> Outcome:

@@ -5,9 +5,10 @@ An idle session costs a few kilobytes (a protocol object, its transport, a
 :class:`Session`) instead of a thread stack, so thousands of players can stay connected;
 the database work, which is blocking (SQLAlchemy, python-chess), runs in at most
 ``command_threads`` threads, except for the commands cheaper than a thread hand-off
-(``Session.runs_inline``: HELP, QUIT, STAT, SPAR and the check of a JGDA, whose write is
-queued: ``Database.write_later``). Each connection (``connection.py``) runs its commands
-one at a time, in order, and a reply leaves in one write with ``TCP_NODELAY`` set.
+(``Runs.LOOP`` and ``Runs.QUEUE`` in the command table: HELP, QUIT, and STAT, SPAR and
+JGDA, whose work goes to the store's queue). Each connection (``connection.py``) runs
+its commands one at a time, in order, and a reply leaves in one write with
+``TCP_NODELAY`` set.
 ``docs/performance.md`` compares this with thread-per-connection; ``docs/security.md``
 lists the limits enforced here.
 """
@@ -25,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.games import Games
 from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.commands import Runs
 from ajedrez.server.connection import Connection
 from ajedrez.server.ratelimit import RateLimit
 from ajedrez.server.settings import Limits
@@ -78,6 +80,11 @@ class Reactor:
         self.subs_pool = ThreadPoolExecutor(
             lim.max_subscription_hashes, thread_name_prefix="subscription"
         )
+        self.pools = {
+            Runs.THREAD: self.pool,
+            Runs.PASSWORD: self.hash_pool,
+            Runs.SUBSCRIPTION: self.subs_pool,
+        }
         self.stopping = False
         self._servers: list[asyncio.Server] = []
         self._connections: set[Connection] = set()

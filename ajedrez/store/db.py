@@ -50,6 +50,7 @@ from sqlalchemy.engine import URL, ExceptionContext
 
 from ajedrez.domain.errors import TRANSIENT_RETRIES, StorageError, TransientStorageError
 from ajedrez.store.batches import BatchThread, LoopBatches
+from ajedrez.store.eager import Eager, settle
 from ajedrez.store.open_marks import OpenMarks
 from ajedrez.store.prepared import Prepared, PreparedMany, read_only_connection
 from ajedrez.store.writer_process import WriterClient
@@ -374,20 +375,6 @@ class Database:
         they share (PostgreSQL)? Then work done before ``write()`` shortens every wait."""
         return self.is_sqlite
 
-    @property
-    def writes_later(self) -> bool:
-        """Can a write be queued from an event loop (``write_later``)? Both stores: one
-        thread committing queued writes in batches spares a thread hand-off per write
-        and shares a transaction's fixed costs (SQLite: the fsync; PostgreSQL: BEGIN,
-        the advisory lock and COMMIT, three of a move's five round trips)."""
-        return True
-
-    @property
-    def reads_never_wait(self) -> bool:
-        """Is a ``read_each`` a local call that no writer can hold up (SQLite in WAL mode)?
-        PostgreSQL's reads are network round trips: ``read_later`` queues them instead."""
-        return self.is_sqlite
-
     @staticmethod
     def _install_idle_ping(engine: Engine) -> None:
         event.listen(engine, "checkin", _note_idle_since)
@@ -587,10 +574,24 @@ class Database:
     def read_later(
         self, statement: Prepared | PreparedMany, **params: Any
     ) -> asyncio.Future[list[Any]]:
-        """From an event loop: the rows of ``statement``, run on this process's reader
-        thread in autocommit. The reads queued meanwhile go out together: each
-        statement's runs in one pipeline (PostgreSQL), so a batch costs one round trip
-        per distinct statement and one wake-up of each waiting loop."""
+        """From an event loop: a future of the rows of ``statement``.
+
+        SQLite: read at once, on this thread's own connection (``read_each``): a local
+        call that no writer holds up in WAL mode; the future is done when returned.
+        PostgreSQL: each read is a network round trip, so it is queued to this process's
+        reader thread, in autocommit; the reads queued meanwhile go out together, each
+        statement's in one pipeline, so a batch costs one round trip per distinct
+        statement and one wake-up of each waiting loop."""
+        if self.is_sqlite:
+            found = Eager(asyncio.get_running_loop())
+            try:
+                with self.read_each() as conn:
+                    rows = statement.all_each(conn, [params])[0]
+            except Exception as e:
+                settle(found, e)
+            else:
+                settle(found, rows)
+            return found
         reader = self._reader
         if reader is None or not reader.alive():
             with self._queue_lock:

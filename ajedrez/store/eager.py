@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 log = logging.getLogger("ajedrez.server")
 
 Callback = Callable[[asyncio.Future[Any]], None]
+T = TypeVar("T")
 
 
 class Eager(asyncio.Future[Any]):
@@ -53,3 +54,14 @@ def settle(future: asyncio.Future[Any], outcome: Any) -> None:
                 callback(future)
             except Exception:
                 log.exception("a waiter of a completed future failed")
+
+
+def blocking(start: Callable[[], Awaitable[T]]) -> T:
+    """The result of queued work for a caller outside any event loop (the admin tool,
+    tests): ``start`` queues it (``Games.play``, ``Games.status``...) on a loop of its
+    own, and this waits for it. One implementation, a blocking face."""
+
+    async def run() -> T:
+        return await start()
+
+    return asyncio.run(run())

@@ -173,9 +173,14 @@ class PreparedMany:
     statement execution each in the server and a result each in psycopg.
     """
 
-    def __init__(self, statement: ClauseElement, each: tuple[str, ...]) -> None:
+    def __init__(
+        self, statement: ClauseElement, each: tuple[str, ...], alone: Prepared[Any] | None = None
+    ) -> None:
+        """``alone``: the same query for one parameter set, which a database without
+        arrays (SQLite) runs once per set instead."""
         self.prepared = Prepared(statement)
         self.each = each
+        self.alone = alone
 
     def _arrays(self, params: list[dict[str, Any]]) -> dict[str, Any]:
         arrays = dict(params[0])
@@ -185,6 +190,8 @@ class PreparedMany:
 
     def all_each(self, conn: Connection, params: list[dict[str, Any]]) -> list[list[Any]]:
         """The rows for each item of ``params``, as ``Prepared.all_each``."""
+        if self.alone is not None and conn.dialect.name != "postgresql":
+            return self.alone.all_each(conn, params)
         out: list[list[Any]] = [[] for _ in params]
         if params:
             for row in self.prepared.all(conn, **self._arrays(params)):
