@@ -32,7 +32,8 @@ from ajedrez.store.db import Database, redact
 from ajedrez.store.eager import blocking
 from ajedrez.store.migrate import is_current
 from ajedrez.store.models import AdminAudit, Game, Move, User
-from tests.conftest import PASSWORD, ROOT, admin, unique_name
+from tests.support.common import PASSWORD, ROOT, unique_name
+from tests.support.server import admin
 
 UNREACHABLE_PG = "postgresql+psycopg://postgres@127.0.0.1:1/test"
 

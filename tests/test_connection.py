@@ -8,8 +8,8 @@ import socket
 
 import chess
 
-from tests.conftest import wait_for
-from tests.play_support import jgda, start_match
+from tests.support.common import wait_for
+from tests.support.play import jgda, start_match
 
 
 def test_lines_behind_a_move_are_answered_after_it_in_order(login, new_user):

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 import chess
 from sqlalchemy import bindparam, text
 
-from tests.conftest import PASSWORD, ServerProcess, start_server, unique_name
-from tests.espol import Closed, Conn, Reply
-from tests.hardening_support import ask, log_in, sqlite_path, stored_move
-from tests.play_support import (
+from tests.support.common import PASSWORD, unique_name
+from tests.support.espol import Closed, Conn, Reply
+from tests.support.hardening import ask, log_in, sqlite_path, stored_move
+from tests.support.play import (
     PID,
     jgda,
     jugada,
@@ -40,6 +40,7 @@ from tests.play_support import (
     promocion,
     since_answer,
 )
+from tests.support.server import ServerProcess, start_server
 
 KILLS = int(os.environ.get("AJEDREZ_CRASH_KILLS", "24"))  # plus the final one
 PAIRS = 6  # client threads, each playing one game at a time between its two users

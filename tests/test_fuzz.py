@@ -27,10 +27,11 @@ from dataclasses import dataclass
 import chess
 import pytest
 
-from tests.conftest import PASSWORD, ServerProcess, unique_name
-from tests.espol import Closed, Conn, Reply
-from tests.hardening_support import answer, ask, log_in
-from tests.play_support import PID, jgda, spar_record
+from tests.support.common import PASSWORD, unique_name
+from tests.support.espol import Closed, Conn, Reply
+from tests.support.hardening import answer, ask, log_in
+from tests.support.play import PID, jgda, spar_record
+from tests.support.server import ServerProcess
 
 SEED = int(os.environ.get("AJEDREZ_FUZZ_SEED", str(random.randrange(1 << 32))))
 PRE_LOGIN_LINES = 1500

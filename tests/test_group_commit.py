@@ -17,7 +17,7 @@ from ajedrez.domain.errors import Failure, StorageError
 from ajedrez.protocol.codes import Reply
 from ajedrez.store import db as db_module
 from ajedrez.store.db import Database
-from tests.conftest import count_commits
+from tests.support.store import count_commits
 
 
 @pytest.fixture

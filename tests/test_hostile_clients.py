@@ -12,8 +12,9 @@ import pytest
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.games import Games
 from ajedrez.store.db import Database
-from tests.conftest import PASSWORD, ServerProcess, start_server, unique_name, wait_for
-from tests.espol import Closed, Conn
+from tests.support.common import PASSWORD, unique_name, wait_for
+from tests.support.espol import Closed, Conn
+from tests.support.server import ServerProcess, start_server
 
 WRONG = "PASS:not the password"
 

@@ -17,8 +17,9 @@ import pytest
 
 from ajedrez.server.settings import Limits, Settings, SettingsError, load
 from ajedrez.server.throttle import LoginThrottle
-from tests.conftest import PASSWORD, ROOT, start_server, tls_port, wait_for
-from tests.espol import Conn
+from tests.support.common import PASSWORD, ROOT, wait_for
+from tests.support.espol import Conn
+from tests.support.server import start_server, tls_port
 
 # -- settings ----------------------------------------------------------------------------
 

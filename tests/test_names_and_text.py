@@ -25,7 +25,8 @@ from ajedrez.store.audit import record
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import alembic_config, upgrade
 from ajedrez.store.models import Subscription, User
-from tests.conftest import PASSWORD, _private_schema, insert_users, unique_name
+from tests.support.common import PASSWORD, unique_name
+from tests.support.store import insert_users, private_schema
 
 # Each can forge or hide part of a row: reversed text, invisible text, a new line.
 MISLEADING = ["\u202e", "\u200b", "\u200d", "\ufeff", "\u2028", "\u2029", "\t", "\x1b"]
@@ -352,7 +353,7 @@ def at_0003(tmp_path: Path) -> Iterator[tuple[str, Database]]:
     url = os.environ.get("AJEDREZ_TEST_DATABASE_URL")
     drop: Callable[[], None] | None = None
     if url and not url.startswith("sqlite"):
-        url, drop = _private_schema(url)
+        url, drop = private_schema(url)
     else:
         url = f"sqlite:///{tmp_path / 'at0003.sqlite3'}"
     database = Database(url)

@@ -9,8 +9,9 @@ import threading
 
 from sqlalchemy import make_url
 
-from tests.conftest import start_server, wait_for
-from tests.espol import Conn
+from tests.support.common import wait_for
+from tests.support.espol import Conn
+from tests.support.server import start_server
 
 
 class CuttableProxy:
@@ -69,7 +70,7 @@ class CuttableProxy:
 
 
 def _login(conn: Conn, name: str) -> None:
-    from tests.conftest import PASSWORD
+    from tests.support.common import PASSWORD
 
     assert conn.cmd(f"USER:{name}").code == 101
     assert conn.cmd(f"PASS:{PASSWORD}").code == 102

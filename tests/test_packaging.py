@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
-from tests.conftest import ROOT
+from tests.support.common import ROOT
 
 # Where each installed package lives in the repository (pyproject.toml's package-dir).
 TOP_DIRS = {"ajedrez": "ajedrez", "ajedrez.admin": "admin", "ajedrez.migrations": "migrations"}

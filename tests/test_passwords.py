@@ -7,7 +7,7 @@ from sqlalchemy import select, update
 
 from ajedrez.domain.passwords import hash_password, verify
 from ajedrez.store.models import User
-from tests.conftest import PASSWORD
+from tests.support.common import PASSWORD
 
 
 def test_hash_is_argon2id_salted_and_verifies() -> None:

@@ -9,7 +9,7 @@ from ajedrez.domain import games as service_games
 from ajedrez.domain.export import GameFacts, game_pgn, pgn_date, read_facts
 from ajedrez.domain.games import MoveRecord
 from ajedrez.store.eager import blocking
-from tests.conftest import unique_name
+from tests.support.common import unique_name
 
 FOOLS_MATE = ["f3", "e5", "g4", "Qh4#"]
 

@@ -24,9 +24,9 @@ import pytest
 from sqlalchemy import select
 
 from ajedrez.store.models import GameRequest, Move, User
-from tests.conftest import PASSWORD, ServerProcess, start_server
-from tests.espol import Conn, Reply
-from tests.play_support import (
+from tests.support.common import PASSWORD
+from tests.support.espol import Conn, Reply
+from tests.support.play import (
     challenge_and_accept,
     jgda,
     jugada,
@@ -39,6 +39,7 @@ from tests.play_support import (
     spar_record,
     stat,
 )
+from tests.support.server import ServerProcess, start_server
 
 SESSIONS = 16  # sessions of the player to move racing for one ply
 OPPONENT_SESSIONS = 4  # sessions of the other player sending for the same ply

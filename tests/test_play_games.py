@@ -13,7 +13,7 @@ import chess
 import chess.pgn
 import pytest
 
-from tests.play_support import (
+from tests.support.play import (
     DATA,
     RESULT_WINNER,
     db_fen,
@@ -151,7 +151,7 @@ def test_replay_famous_game(path, login, new_user, db):
 
 def test_long_game_spar_and_pgnx_come_in_parts(login, new_user, db):
     """800 plies: SPAR and PGNX answers exceed 4096 bytes and are cut between records."""
-    from tests.play_support import long_line
+    from tests.support.play import long_line
 
     moves = long_line(800)
     m = start_match(login, new_user, prefix="long")

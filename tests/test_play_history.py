@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from ajedrez.domain.games import PROMOTION_CODES, Games, MoveRecord
 from ajedrez.store.eager import blocking
-from tests.play_support import user_id
+from tests.support.play import user_id
 
 STATUS_ACTIVE, STATUS_FINISHED = 0, 2
 

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import func, insert, select, text, update
 
 from ajedrez.store.models import Game, GameRequest, User
-from tests.conftest import PASSWORD, admin, insert_users, unique_name
-from tests.play_support import (
+from tests.support.common import PASSWORD, unique_name
+from tests.support.play import (
     FECHA,
     PID,
     Match,
@@ -36,6 +36,8 @@ from tests.play_support import (
     user_id,
     wins,
 )
+from tests.support.server import admin
+from tests.support.store import insert_users
 
 FOOLS_MATE = ("f3", "e5", "g4", "Qh4#")
 
@@ -922,7 +924,7 @@ def test_seventy_five_move_rule_ends_the_game_drawn(login, new_user):
 
 
 def _quiet(board: chess.Board, count: int) -> list[chess.Move]:
-    from tests.play_support import quiet_line
+    from tests.support.play import quiet_line
 
     return quiet_line(board, count)
 

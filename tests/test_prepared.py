@@ -10,7 +10,7 @@ from ajedrez.domain.errors import StorageError
 from ajedrez.store.db import Conflict
 from ajedrez.store.models import User
 from ajedrez.store.prepared import Prepared
-from tests.conftest import unique_name
+from tests.support.common import unique_name
 
 _INSERT = Prepared(
     insert(User).values(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import PASSWORD, ROOT
+from tests.support.common import PASSWORD, ROOT
 
 # Commands that change nothing on the server (docs/protocol.md).
 READ_ONLY = {"USER", "PASS", "HELP", "JAUT", "TRAN", "PPEN", "STAT", "SPAR", "SRNK", "QUIT"}

@@ -15,8 +15,9 @@ from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.games import Games, MoveRecord
 from ajedrez.store.db import Database
 from ajedrez.store.eager import blocking
-from tests.conftest import PASSWORD, ServerProcess, start_server, unique_name
-from tests.espol import Conn
+from tests.support.common import PASSWORD, unique_name
+from tests.support.espol import Conn
+from tests.support.server import ServerProcess, start_server
 
 
 def baja(conn: Conn, since: str = "0") -> tuple[str, list[str]]:

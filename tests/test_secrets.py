@@ -16,9 +16,10 @@ from pathlib import Path
 
 from sqlalchemy import column, inspect, select, table, text
 
-from tests.conftest import admin, unique_name, wait_for
-from tests.espol import Conn, Reply
-from tests.hardening_support import check_reply, sqlite_path
+from tests.support.common import unique_name, wait_for
+from tests.support.espol import Conn, Reply
+from tests.support.hardening import check_reply, sqlite_path
+from tests.support.server import admin
 
 
 class Recorder:

@@ -15,9 +15,10 @@ from sqlalchemy import inspect
 from ajedrez.server.loops import EVENT_LOOPS
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import is_current
-from tests.conftest import PASSWORD, ROOT, start_server, wait_for
-from tests.espol import Conn
-from tests.play_support import challenge_and_accept, records, stat
+from tests.support.common import PASSWORD, ROOT, wait_for
+from tests.support.espol import Conn
+from tests.support.play import challenge_and_accept, records, stat
+from tests.support.server import start_server
 
 UNREACHABLE_PG = "postgresql+psycopg://postgres@127.0.0.1:1/test"
 

@@ -13,8 +13,9 @@ from sqlalchemy import select
 
 from ajedrez.domain.passwords import hash_password, verify
 from ajedrez.store.models import Subscription, User
-from tests.conftest import PASSWORD, insert_users, unique_name, wait_for
-from tests.espol import Conn, Reply
+from tests.support.common import PASSWORD, unique_name, wait_for
+from tests.support.espol import Conn, Reply
+from tests.support.store import insert_users
 
 FAR_FUTURE = "99999999999"
 FECHA_RE = re.compile(r"[0-9]{11}")

@@ -1,4 +1,4 @@
-from tests.conftest import PASSWORD
+from tests.support.common import PASSWORD
 
 
 def test_login_and_help(server, new_user):

@@ -27,10 +27,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from tests.conftest import PASSWORD, unique_name
-from tests.espol import Conn, Reply
-from tests.hardening_support import answer, log_in
-from tests.play_support import PID, since_answer
+from tests.support.common import PASSWORD, unique_name
+from tests.support.espol import Conn, Reply
+from tests.support.hardening import answer, log_in
+from tests.support.play import PID, since_answer
 
 PROMOCION = {None: 0, chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
 PIECE = {code: piece for piece, code in PROMOCION.items()}

@@ -29,9 +29,10 @@ from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.errors import StorageError
 from ajedrez.store.db import Database, Tx
 from ajedrez.store.prepared import Prepared
-from tests.conftest import PASSWORD, ServerProcess, start_server, unique_name, wait_for
-from tests.hardening_support import log_in
-from tests.play_support import Match, challenge_and_accept
+from tests.support.common import PASSWORD, unique_name, wait_for
+from tests.support.hardening import log_in
+from tests.support.play import Match, challenge_and_accept
+from tests.support.server import ServerProcess, start_server
 
 RECOVERY_SECONDS = 5.0  # the most a write may take to succeed once the store takes writes
 ATTEMPTS_WHILE_READ_ONLY = 3  # each may open a new connection, which must not be kept

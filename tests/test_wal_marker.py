@@ -25,17 +25,10 @@ import pytest
 from ajedrez.domain.accounts import Accounts
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import upgrade
-from tests.conftest import (
-    PASSWORD,
-    ROOT,
-    ServerProcess,
-    admin,
-    start_server,
-    unique_name,
-    wait_for,
-)
-from tests.hardening_support import log_in
-from tests.play_support import Match, challenge_and_accept
+from tests.support.common import PASSWORD, ROOT, unique_name, wait_for
+from tests.support.hardening import log_in
+from tests.support.play import Match, challenge_and_accept
+from tests.support.server import ServerProcess, admin, start_server
 
 MOVES = ("e4", "e5", "Nf3", "Nc6", "Bb5", "a6")
 

@@ -17,9 +17,10 @@ from pathlib import Path
 import chess
 import pytest
 
-from tests.conftest import PASSWORD, ServerProcess, start_server, wait_for
-from tests.espol import Conn
-from tests.play_support import Match, challenge_and_accept, jgda, stat
+from tests.support.common import PASSWORD, wait_for
+from tests.support.espol import Conn
+from tests.support.play import Match, challenge_and_accept, jgda, stat
+from tests.support.server import ServerProcess, start_server
 
 
 def _children(master: int) -> list[int]:

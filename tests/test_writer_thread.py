@@ -20,7 +20,7 @@ from sqlalchemy import text
 from ajedrez.domain.errors import Failure, StorageError, TransientStorageError
 from ajedrez.protocol.codes import Reply
 from ajedrez.store.db import Conflict, Database, Tx
-from tests.conftest import count_commits
+from tests.support.store import count_commits
 
 
 @pytest.fixture

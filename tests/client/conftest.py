@@ -18,7 +18,7 @@ from pathlib import Path
 import chess
 import pytest
 
-from tests.conftest import PASSWORD, ROOT
+from tests.support.common import PASSWORD, ROOT
 
 
 @dataclass(frozen=True)

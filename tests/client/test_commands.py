@@ -10,7 +10,8 @@ import sys
 from ajedrez.admin import cli as admin_cli
 from ajedrez.client import cli
 from tests.client.conftest import free_port, start_game
-from tests.conftest import PASSWORD, ROOT, admin, unique_name
+from tests.support.common import PASSWORD, ROOT, unique_name
+from tests.support.server import admin
 
 
 def test_unreachable_wrong_password_unknown_user_no_password(machine, new_user, server):

@@ -12,7 +12,8 @@ from importlib import metadata
 
 from ajedrez.client.cache import cache_path
 from tests.client.conftest import Machine, start_game
-from tests.conftest import ROOT, start_server
+from tests.support.common import ROOT
+from tests.support.server import start_server
 
 FOOLS_MATE = ["f3", "e5", "g4", "Qh4#"]
 

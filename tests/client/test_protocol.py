@@ -34,7 +34,7 @@ from ajedrez.client import (
 from ajedrez.client.chessboard import jgda_for
 from ajedrez.protocol.codes import Reply
 from tests.client.conftest import free_port
-from tests.conftest import PASSWORD
+from tests.support.common import PASSWORD
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ from ajedrez.client.cache import Cache
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.games import Games
 from tests.client.conftest import start_game
-from tests.conftest import PASSWORD, ServerProcess, start_server
+from tests.support.common import PASSWORD
+from tests.support.server import ServerProcess, start_server
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from ajedrez.client import Client, NotEspol, cli
 from ajedrez.client.cli import EXIT_NOT_ESPOL, EXIT_UNREACHABLE, EXIT_USAGE
 from ajedrez.client.config import ConfigError, parse_server
 from tests.client.conftest import Machine, free_port
-from tests.conftest import ROOT
+from tests.support.common import ROOT
 
 
 @pytest.mark.parametrize(

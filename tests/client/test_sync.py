@@ -9,7 +9,8 @@ from ajedrez.client import Client
 from ajedrez.client.cache import Cache, cache_path
 from ajedrez.client.sync import sync_all
 from tests.client.conftest import start_game
-from tests.conftest import PASSWORD, start_server
+from tests.support.common import PASSWORD
+from tests.support.server import start_server
 
 
 def _spar_lines(stderr: str) -> list[str]:

@@ -8,7 +8,8 @@ import pytest
 
 from ajedrez.client import Client, Unreachable
 from tests.client.conftest import Machine
-from tests.conftest import PASSWORD, start_server, tls_port
+from tests.support.common import PASSWORD
+from tests.support.server import start_server, tls_port
 
 
 @pytest.fixture

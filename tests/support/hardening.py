@@ -8,14 +8,12 @@ stored move rows back into python-chess moves.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import chess
 from sqlalchemy import make_url
 
-from tests.espol import Conn, Reply
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.common import ROOT
+from tests.support.espol import Conn, Reply
 
 # Answers that may come in several parts (docs/protocol.md section 1).
 MULTI_PART = {110, 200, 203, 204, 205, 207, 214}

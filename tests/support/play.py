@@ -17,9 +17,9 @@ import chess
 import chess.pgn
 from sqlalchemy import text
 
-from tests.espol import Conn, Reply
+from tests.support.espol import Conn, Reply
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parent.parent / "data"
 PID = re.compile(r"P[0-9]{7}")
 FECHA = re.compile(r"[0-9]{11}")
 PROMOCION = {None: 0, chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
