@@ -21,8 +21,8 @@ from ajedrez.domain.games import _PLAYERS_AND_MOVES_AFTER, _PLAYERS_AND_MOVES_AF
 from ajedrez.protocol.codes import Reply
 from ajedrez.store.db import Database, Tx
 from ajedrez.store.eager import blocking
+from tests.domain.test_play_history import _pick, _record
 from tests.support.play import user_id
-from tests.test_play_history import _pick, _record
 
 STATUS_FINISHED = 2
 

@@ -7,7 +7,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.common import ROOT
+
 # Kept between runs: a warm cache makes the check take a second or two instead of ~15.
 CACHE = Path(tempfile.gettempdir()) / "ajedrez-mypy-cache"
 

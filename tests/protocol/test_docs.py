@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from ajedrez.protocol.codes import Reply, reply_class
 from ajedrez.protocol.commands import ALIASES, SPECS, help_text
+from tests.support.common import ROOT
 
-PROTOCOL = (Path(__file__).resolve().parent.parent / "docs" / "protocol.md").read_text()
+PROTOCOL = (ROOT / "docs" / "protocol.md").read_text()
 TABLE_ROW = re.compile(r"^\| (\d{3}) \| ([A-Z_]+) \| (.+) \|$", re.M)
 
 

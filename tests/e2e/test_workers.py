@@ -121,7 +121,7 @@ def test_sigterm_stops_every_worker(two_workers):
 
 
 def test_workers_setting_must_be_positive(database_url):
-    from tests.test_server_process import run_server
+    from tests.e2e.test_server_process import run_server
 
     done = run_server("--database-url", database_url, "--port", "0", "--workers", "0")
     assert done.returncode == 2

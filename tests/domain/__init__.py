@@ -1,0 +1,1 @@
+"""Tests of the game rules, PGN/FEN export and passwords, with no server."""

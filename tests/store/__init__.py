@@ -1,0 +1,1 @@
+"""Tests of the store used directly: statements, migrations, pool, writers, recovery."""
