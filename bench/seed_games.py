@@ -61,8 +61,8 @@ from typing import Any, Protocol
 import chess
 from sqlalchemy import make_url
 
-from ajedrez.domain.games import AUTOMATIC_ENDINGS
 from ajedrez.domain.passwords import hash_password
+from ajedrez.domain.rules import AUTOMATIC_ENDINGS
 from ajedrez.protocol.records import (
     REQ_ACCEPT,
     REQ_NONE,

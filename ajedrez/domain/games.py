@@ -8,9 +8,9 @@ the primary key (game, ply) of ``moves`` makes a duplicate ply impossible in any
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import chess
@@ -32,11 +32,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import aliased
 
+from ajedrez.domain import rules
 from ajedrez.domain.errors import Failure
 from ajedrez.domain.export import LEFT_SERVICE, game_pgn
-from ajedrez.domain.fen import position_fen
 from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.fields import format_partida
 from ajedrez.protocol.records import (
     REMOVED_CHALLENGE,
     REMOVED_GAME,
@@ -53,6 +52,7 @@ from ajedrez.protocol.records import (
     GameStatus,
     GameSummary,
     MoveRecord,
+    other_color,
 )
 from ajedrez.store import audit
 from ajedrez.store.db import Conflict, Database, Tx, mapped_errors
@@ -60,20 +60,6 @@ from ajedrez.store.eager import Eager, settle, when_done
 from ajedrez.store.models import Game, GameRequest, Move, Removal, User
 from ajedrez.store.prepared import Prepared, PreparedMany
 
-PROMOTION_CODES = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
-PROMOTION_PIECES = {code: piece for piece, code in PROMOTION_CODES.items()}
-AUTOMATIC_ENDINGS = {
-    chess.Termination.CHECKMATE: "checkmate",
-    chess.Termination.STALEMATE: "stalemate",
-    chess.Termination.INSUFFICIENT_MATERIAL: "insufficient material",
-    chess.Termination.SEVENTYFIVE_MOVES: "seventy-five-move rule",
-    chess.Termination.FIVEFOLD_REPETITION: "fivefold repetition",
-}
-# A position seen five times needs at least four reversible plies between sightings.
-FIVEFOLD_MIN_PLIES = 16
-# Games whose last board a process keeps (_Boards): a few kB each, more than the games
-# in play at once at 1,000 players.
-BOARD_CACHE_GAMES = 1024
 # Ids per statement when purging: far below any driver's limit on bound parameters.
 PURGE_CHUNK = 500
 PURGE_AUDIT_IDS = 20  # the audit trail names this many purged games, then counts the rest
@@ -96,15 +82,10 @@ class GameListing:
     end_reason: str | None
 
 
-def square_code(square: chess.Square) -> str:
-    """python-chess numbers squares a1=0 ... h8=63, exactly as ``posicion`` does."""
-    return f"{square:02d}"
-
-
 class Games:
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._boards = _Boards(BOARD_CACHE_GAMES)
+        self._boards = rules.Boards(rules.BOARD_CACHE_GAMES)
 
     # -- challenges --------------------------------------------------------------------
 
@@ -260,7 +241,7 @@ class Games:
                     .join(User, User.id == theirs)
                     .where(mine == caller_id, Game.changed_at >= since)
                 )
-                out += [GameSummary(_pid(r.id), r.name, their_color, r.status) for r in rows]
+                out += [GameSummary(rules.pid(r.id), r.name, their_color, r.status) for r in rows]
             out.sort(key=lambda g: g.game)
             return tx.stamp, out
 
@@ -305,25 +286,29 @@ class Games:
         caller_id, game_id, move = payload
         return MoveJob(self, int(caller_id), int(game_id), MoveRecord(*move), None)
 
-    def _plan_on_snapshot(self, caller_id: int, game_id: int, move: MoveRecord) -> _Plan | None:
+    def _plan_on_snapshot(
+        self, caller_id: int, game_id: int, move: MoveRecord
+    ) -> rules.Plan | None:
         """Where writers wait for each other (SQLite), check the move and compute its
         effects before the write, so the write only confirms the game has not changed."""
         if not self.db.serializes_writes:
             return None
         with self.db.read_each() as conn:
             row = _PLAY_ROW.first(conn, gid=game_id)
-            if row is None or _maybe_resend(row, caller_id, game_id, move):
+            if row is None or rules.maybe_resend(row, caller_id, game_id, move):
                 return None
-            return _plan_move(conn, row, caller_id, game_id, move, self._boards)
+            return rules.plan_move(
+                row, caller_id, game_id, move, self._boards, _since_base(conn, game_id, row)
+            )
 
     def _play(
-        self, tx: Tx, caller_id: int, game_id: int, move: MoveRecord, plan: _Plan | None
+        self, tx: Tx, caller_id: int, game_id: int, move: MoveRecord, plan: rules.Plan | None
     ) -> None:
         conn = tx.conn
         row = _PLAY_ROW.first(conn, gid=game_id)
         if row is None:
-            raise _no_game(game_id)
-        if _maybe_resend(row, caller_id, game_id, move):
+            raise rules.no_game(game_id)
+        if rules.maybe_resend(row, caller_id, game_id, move):
             last = _MOVE_AT.first(conn, gid=game_id, ply=move.ply)
             if last is not None and tuple(last) == (
                 move.jugada,
@@ -332,7 +317,9 @@ class Games:
                 move.promocion,
             ):
                 return  # an exact resend of the move just stored: nothing to do
-        plan = _current_plan(conn, row, caller_id, game_id, move, plan, self._boards)
+        plan = rules.current_plan(
+            row, caller_id, game_id, move, plan, self._boards, _since_base(conn, game_id, row)
+        )
         _write_moves(conn, [_move_values(tx, game_id, move, plan)])
         _finish_if_over(tx, game_id, row, plan)
 
@@ -343,21 +330,22 @@ class Games:
             row, color = _own_active_game(tx.conn, caller_id, game_id, opponent)
             if REQ_OFFER in (row.req_white, row.req_black):
                 raise Failure(
-                    Reply.F_OFFERED, f"a draw offer is already pending in {_pid(game_id)}"
+                    Reply.F_OFFERED, f"a draw offer is already pending in {rules.pid(game_id)}"
                 )
-            _update_game(tx, game_id, **{_req_field(color): REQ_OFFER})
+            _update_game(tx, game_id, **{rules.req_field(color): REQ_OFFER})
 
     def answer_draw(self, caller_id: int, game_id: int, accept: bool, opponent: str) -> None:
         with self.db.write() as tx:
             row, color = _own_active_game(tx.conn, caller_id, game_id, opponent)
-            theirs = _req_field(_other(color))
+            theirs = rules.req_field(other_color(color))
             if getattr(row, theirs) != REQ_OFFER:
                 raise Failure(
-                    Reply.F_NOOFFER, f"your opponent has no draw offer pending in {_pid(game_id)}"
+                    Reply.F_NOOFFER,
+                    f"your opponent has no draw offer pending in {rules.pid(game_id)}",
                 )
             if accept:
                 values = _finish_values(tx, row, WINNER_DRAW, "agreement")
-                values[_req_field(color)] = REQ_ACCEPT
+                values[rules.req_field(color)] = REQ_ACCEPT
                 _update_game(tx, game_id, **values)
             else:
                 _update_game(tx, game_id, **{theirs: REQ_NONE})
@@ -367,7 +355,7 @@ class Games:
             row, color = _own_active_game(tx.conn, caller_id, game_id, opponent)
             winner = WINNER_BLACK if color == "B" else WINNER_WHITE
             values = _finish_values(tx, row, winner, "resignation")
-            values[_req_field(color)] = REQ_RESIGN
+            values[rules.req_field(color)] = REQ_RESIGN
             _update_game(tx, game_id, **values)
 
     def claim_draw(self, caller_id: int, game_id: int, opponent: str) -> None:
@@ -394,12 +382,12 @@ class Games:
         with self.db.read() as conn:
             row = _game_row(conn, game_id)
             if caller_id is not None:
-                _color_of(row, caller_id, game_id)
+                rules.color_of(row, caller_id, game_id)
             moves = _stored_moves(conn, game_id)
         return game_pgn(
             white=row.white,
             black=row.black,
-            game_id=_pid(game_id),
+            game_id=rules.pid(game_id),
             started=row.created_at,
             ended=row.finished_at,
             status=row.status,
@@ -455,9 +443,9 @@ class Games:
             note_removals(
                 tx,
                 REMOVED_GAME,
-                [(player, _pid(r.id)) for r in rows for player in (r.white_id, r.black_id)],
+                [(player, rules.pid(r.id)) for r in rows for player in (r.white_id, r.black_id)],
             )
-            shown = ", ".join(_pid(i) for i in ids[:PURGE_AUDIT_IDS])
+            shown = ", ".join(rules.pid(i) for i in ids[:PURGE_AUDIT_IDS])
             more = f" and {len(ids) - PURGE_AUDIT_IDS} more" if len(ids) > PURGE_AUDIT_IDS else ""
             cutoff = "" if finished_before is None else f" finished before {finished_before}"
             audit.record(tx, by, "games purge", "", f"{len(ids)} game(s){cutoff}: {shown}{more}")
@@ -478,7 +466,7 @@ def forfeit_all(tx: Tx, user_id: int) -> list[int]:
         color = "B" if row.white_id == user_id else "N"
         winner = WINNER_BLACK if color == "B" else WINNER_WHITE
         values = _finish_values(tx, row, winner, LEFT_SERVICE)
-        values[_req_field(color)] = REQ_RESIGN
+        values[rules.req_field(color)] = REQ_RESIGN
         _update_game(tx, row.id, **values)
     return [row.id for row in rows]
 
@@ -498,10 +486,6 @@ def note_removals(tx: Tx, kind: str, rows: list[tuple[int, str]]) -> None:
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _pid(game_id: int) -> str:
-    return format_partida(game_id)
-
-
 @dataclass(frozen=True)
 class MoveJob:
     """One move's write, queued to run in a batch (``Database.write_later``)."""
@@ -510,7 +494,7 @@ class MoveJob:
     caller_id: int
     game_id: int
     move: MoveRecord
-    plan: _Plan | None  # checked on a snapshot (SQLite), to be confirmed against the row
+    plan: rules.Plan | None  # checked on a snapshot (SQLite), to be confirmed against the row
 
     def __call__(self, tx: Tx) -> None:
         try:
@@ -564,12 +548,18 @@ def _store_moves(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
         row = rows.get(job.game_id)
         try:
             if row is None:
-                raise _no_game(job.game_id)
-            if _maybe_resend(row, job.caller_id, job.game_id, job.move):
+                raise rules.no_game(job.game_id)
+            if rules.maybe_resend(row, job.caller_id, job.game_id, job.move):
                 alone.append(i)
                 continue
-            plan = _current_plan(
-                conn, row, job.caller_id, job.game_id, job.move, job.plan, job.games._boards
+            plan = rules.current_plan(
+                row,
+                job.caller_id,
+                job.game_id,
+                job.move,
+                job.plan,
+                job.games._boards,
+                _since_base(conn, job.game_id, row),
             )
         except Failure as e:
             out[i] = e
@@ -598,7 +588,7 @@ def _write_moves(conn: Connection, stores: list[dict[str, object]]) -> None:
         _UPDATE_AFTER_MOVE.run_each(conn, stores)
 
 
-def _move_values(tx: Tx, game_id: int, move: MoveRecord, plan: _Plan) -> dict[str, object]:
+def _move_values(tx: Tx, game_id: int, move: MoveRecord, plan: rules.Plan) -> dict[str, object]:
     """The parameters of ``_INSERT_MOVE``, ``_UPDATE_AFTER_MOVE`` and ``_STORE_MOVES``."""
     return {
         "m_game": game_id,
@@ -618,19 +608,19 @@ def _move_values(tx: Tx, game_id: int, move: MoveRecord, plan: _Plan) -> dict[st
     }
 
 
-def _finish_if_over(tx: Tx, game_id: int, row, plan: _Plan) -> None:  # type: ignore[no-untyped-def]
+def _finish_if_over(tx: Tx, game_id: int, row, plan: rules.Plan) -> None:  # type: ignore[no-untyped-def]
     if plan.outcome is not None:
-        winner = _winner_code(plan.outcome.winner)
+        winner = rules.winner_code(plan.outcome.winner)
         _update_game(tx, game_id, **_finish_values(tx, row, winner, plan.outcome.termination))
 
 
 def _status(rows: list[Any], caller_id: int, game_id: int) -> GameStatus:
     if not rows:
-        raise _no_game(game_id)
+        raise rules.no_game(game_id)
     row = rows[0]
-    color = _color_of(row, caller_id, game_id)
+    color = rules.color_of(row, caller_id, game_id)
     return GameStatus(
-        _pid(game_id),
+        rules.pid(game_id),
         row.white,
         row.black,
         row.changed_at,
@@ -645,10 +635,10 @@ def _status(rows: list[Any], caller_id: int, game_id: int) -> GameStatus:
 
 def _moves_after(rows: list[Any], caller_id: int, game_id: int, after: int) -> list[MoveRecord]:
     if not rows:
-        raise _no_game(game_id)
-    _color_of(rows[0], caller_id, game_id)
+        raise rules.no_game(game_id)
+    rules.color_of(rows[0], caller_id, game_id)
     if rows[0].ply is None:  # the outer join found the game but no move
-        raise Failure(Reply.F_NOMASJUG, f"no moves after ply {after} in {_pid(game_id)}")
+        raise Failure(Reply.F_NOMASJUG, f"no moves after ply {after} in {rules.pid(game_id)}")
     return [MoveRecord(r.ply, r.jugada, r.reverso, r.posicion, r.promocion) for r in rows]
 
 
@@ -674,14 +664,10 @@ def _then(rows: asyncio.Future[list[Any]], make: Callable[[list[Any]], T]) -> as
     return result
 
 
-def _no_game(game_id: int) -> Failure:
-    return Failure(Reply.F_NOGAME, f"no game {_pid(game_id)}")
-
-
 def _just_played(game_id: int, move: MoveRecord) -> Failure:
     # Another transaction stored this ply first (possible only across databases that do
     # not honour the row lock); the client must resynchronise.
-    return Failure(Reply.F_PLY, f"ply {move.ply} of {_pid(game_id)} was just played")
+    return Failure(Reply.F_PLY, f"ply {move.ply} of {rules.pid(game_id)} was just played")
 
 
 def _game_select():  # type: ignore[no-untyped-def]
@@ -847,57 +833,26 @@ _STORE_MOVES = PreparedMany(
 def _game_row(conn: Connection, game_id: int, *, lock: bool = False):  # type: ignore[no-untyped-def]
     row = (_GAME_LOCKED if lock else _GAME).first(conn, gid=game_id)
     if row is None:
-        raise _no_game(game_id)
+        raise rules.no_game(game_id)
     return row
-
-
-def _color_of(row, caller_id: int, game_id: int) -> str:  # type: ignore[no-untyped-def]
-    if row.white_id == caller_id:
-        return "B"
-    if row.black_id == caller_id:
-        return "N"
-    raise Failure(Reply.F_NOTPLAYER, f"you do not play in {_pid(game_id)}")
 
 
 def _own_active_game(conn: Connection, caller_id: int, game_id: int, opponent: str):  # type: ignore[no-untyped-def]
     row = _game_row(conn, game_id, lock=True)
-    color = _color_of(row, caller_id, game_id)
+    color = rules.color_of(row, caller_id, game_id)
     actual = row.black if color == "B" else row.white
     if opponent != actual:
         raise Failure(
-            Reply.F_OPPONENT, f"your opponent in {_pid(game_id)} is '{actual}', not '{opponent}'"
+            Reply.F_OPPONENT,
+            f"your opponent in {rules.pid(game_id)} is '{actual}', not '{opponent}'",
         )
-    _require_active(row, game_id)
+    rules.require_active(row, game_id)
     return row, color
-
-
-def _require_active(row, game_id: int) -> None:  # type: ignore[no-untyped-def]
-    if row.status != STATUS_ACTIVE:
-        raise Failure(Reply.F_GAMEOVER, f"{_pid(game_id)} is finished ({row.end_reason})")
-
-
-def _ply_color(ply: int) -> str:
-    return "B" if ply % 2 == 1 else "N"
-
-
-def _other(color: str) -> str:
-    return "N" if color == "B" else "B"
-
-
-def _req_field(color: str) -> str:
-    return "req_white" if color == "B" else "req_black"
-
-
-def _winner_code(winner: chess.Color | None) -> int:
-    if winner is None:
-        return WINNER_DRAW
-    return WINNER_WHITE if winner == chess.WHITE else WINNER_BLACK
 
 
 def _finish_values(tx: Tx, row, winner: int, reason: str | chess.Termination) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Column values that end a game; credits the winner's win in the same transaction."""
-    if isinstance(reason, chess.Termination):
-        reason = AUTOMATIC_ENDINGS.get(reason) or reason.name.lower().replace("_", " ")
+    reason = rules.ending_name(reason)
     if winner in (WINNER_WHITE, WINNER_BLACK):
         winner_id = row.white_id if winner == WINNER_WHITE else row.black_id
         tx.conn.execute(update(User).where(User.id == winner_id).values(wins=User.wins + 1))
@@ -934,134 +889,6 @@ def _active_game(conn: Connection, lo: int, hi: int) -> int | None:
     )
 
 
-class _Boards:
-    """The board after the last move checked in each recently played game, by game id.
-
-    The next move of that game starts from it instead of parsing the stored FEN, the
-    dearest step of a move's check (~40% of it), and its stack already holds the plies
-    since the base position. A board is used only when its FEN is the game row's FEN,
-    and its stack only once the database's moves since the base position match it; a
-    move checked but then not stored leaves a board whose FEN no row will have. Per
-    process: with ``--workers`` a game's moves may be checked in two processes, each of
-    which then misses half the time.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._boards: dict[int, tuple[str, chess.Board]] = {}
-        self._lock = threading.Lock()
-
-    def take(self, game_id: int, fen: str) -> chess.Board | None:
-        """The board kept for this game, if it shows the position ``fen``; it is no
-        longer kept (the caller changes it)."""
-        with self._lock:
-            kept = self._boards.pop(game_id, None)
-        return kept[1] if kept is not None and kept[0] == fen else None
-
-    def keep(self, game_id: int, fen: str, board: chess.Board) -> None:
-        with self._lock:
-            if len(self._boards) >= self._size:
-                del self._boards[next(iter(self._boards))]  # the least recently kept
-            self._boards[game_id] = (fen, board)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """A move checked against a game row, with everything its write needs."""
-
-    state: tuple[object, ...]  # the row it was computed from (see _state)
-    san: str
-    fen: str
-    base_ply: int
-    base_fen: str | None
-    outcome: chess.Outcome | None
-
-
-def _state(row) -> tuple[object, ...]:  # type: ignore[no-untyped-def]
-    """Everything of a game row that a move's check and effects depend on; the moves
-    since ``base_ply`` are fixed by it too, as moves are only ever appended."""
-    return (
-        row.white_id,
-        row.black_id,
-        row.status,
-        row.req_white,
-        row.req_black,
-        row.next_ply,
-        row.fen,
-        row.base_ply,
-        row.base_fen,
-    )
-
-
-def _maybe_resend(row, caller_id: int, game_id: int, move: MoveRecord) -> bool:  # type: ignore[no-untyped-def]
-    """Is ``move`` possibly the caller's last move again (it is then not refused)?"""
-    color = _color_of(row, caller_id, game_id)
-    return move.ply >= 1 and move.ply == row.next_ply - 1 and _ply_color(move.ply) == color
-
-
-def _current_plan(  # type: ignore[no-untyped-def]
-    conn: Connection,
-    row,
-    caller_id: int,
-    game_id: int,
-    move: MoveRecord,
-    plan: _Plan | None,
-    boards: _Boards,
-) -> _Plan:
-    """``plan`` if it was computed from this very row (a check on a snapshot that still
-    holds), else the move checked again against ``row``."""
-    if plan is not None and plan.state == _state(row):
-        return plan
-    return _plan_move(conn, row, caller_id, game_id, move, boards)
-
-
-def _plan_move(  # type: ignore[no-untyped-def]
-    conn: Connection, row, caller_id: int, game_id: int, move: MoveRecord, boards: _Boards
-) -> _Plan:
-    """Refuse the move (Failure) or return its effects on the game ``row`` describes."""
-    color = _color_of(row, caller_id, game_id)
-    _require_active(row, game_id)
-    if _ply_color(row.next_ply) != color:
-        raise Failure(Reply.F_NOTURN, f"it is your opponent's turn in {_pid(game_id)}")
-    if move.ply != row.next_ply:
-        raise Failure(
-            Reply.F_PLY,
-            f"#jugada {move.ply} is not the next ply of {_pid(game_id)}: expected {row.next_ply}",
-        )
-    if REQ_OFFER in (row.req_white, row.req_black):
-        raise Failure(
-            Reply.F_DRAWPEND,
-            f"a draw offer is pending in {_pid(game_id)}: it must be answered (RTBL) first",
-        )
-    # The stored position settles legality without replaying the game.
-    board = boards.take(game_id, row.fen)
-    if board is None:
-        board = chess.Board(row.fen)
-    legal = _check_move(board, move.jugada, move.posicion, move.promocion)
-    irreversible = board.is_irreversible(legal)
-    san = board.san_and_push(legal)  # san() would push and pop the move first
-    if irreversible:
-        board.clear_stack()  # the new base position: no earlier one can occur again
-    fen = position_fen(board)
-    if board.halfmove_clock >= FIVEFOLD_MIN_PLIES:
-        # Only now can the position have occurred five times: python-chess needs the
-        # plies since the last irreversible move to count, and no more. A board kept
-        # from the last move has them on its stack already, but the database decides.
-        stored = _stored_moves(conn, game_id, after=row.base_ply)
-        if board.move_stack[:-1] != stored:
-            board = _replay(row.base_fen, stored)
-            board.push(legal)
-    boards.keep(game_id, fen, board)
-    return _Plan(
-        _state(row),
-        san,
-        fen,
-        move.ply if irreversible else row.base_ply,
-        fen if irreversible else row.base_fen,
-        board.outcome(claim_draw=False),
-    )
-
-
 def _replay_since(
     conn: Connection, game_id: int, base_ply: int, base_fen: str | None
 ) -> chess.Board:
@@ -1071,66 +898,15 @@ def _replay_since(
     which is at or before ``base_ply``, so this board answers them as a full replay would.
     Stored moves were validated when played, so ``push`` without a legality re-check.
     """
-    return _replay(base_fen, _stored_moves(conn, game_id, after=base_ply))
+    return rules.replay(base_fen, _stored_moves(conn, game_id, after=base_ply))
 
 
-def _replay(base_fen: str | None, moves: list[chess.Move]) -> chess.Board:
-    board = chess.Board(base_fen or chess.STARTING_FEN)
-    for move in moves:
-        board.push(move)
-    return board
+def _since_base(conn: Connection, game_id: int, row: Any) -> rules.StoredSince:
+    """The game's stored moves since the base position of ``row``, read when asked."""
+    return partial(_stored_moves, conn, game_id, after=row.base_ply)
 
 
 def _stored_moves(conn: Connection, game_id: int, *, after: int = 0) -> list[chess.Move]:
     """The game's moves in order; ``jugada`` has no promotion, ``promocion`` carries it."""
     rows = _MOVES_AFTER.all(conn, gid=game_id, after=after)
-    return [_as_move(r.jugada, r.promocion) for r in rows]
-
-
-def _as_move(jugada: str, promocion: int) -> chess.Move:
-    base = chess.Move.from_uci(jugada)
-    return chess.Move(base.from_square, base.to_square, PROMOTION_PIECES.get(promocion))
-
-
-def _check_move(board: chess.Board, jugada: str, posicion: str, promocion: int) -> chess.Move:
-    base = chess.Move.from_uci(jugada)
-    expected = square_code(base.from_square) + square_code(base.to_square)
-    if posicion != expected:
-        raise Failure(
-            Reply.F_MISMATCH, f"posicion {posicion} does not match {jugada}: expected {expected}"
-        )
-    piece = board.piece_at(base.from_square)
-    name = chess.square_name(base.from_square)
-    if piece is None or piece.color != board.turn:
-        raise Failure(Reply.F_ILLEGAL, f"illegal move {jugada}: no piece of yours on {name}")
-    promotes = piece.piece_type == chess.PAWN and chess.square_rank(base.to_square) in (0, 7)
-    if promotes and promocion == 0:
-        raise Failure(
-            Reply.F_MISMATCH,
-            f"{jugada} takes a pawn to the last rank: promocion must be 2, 3, 4 or 5",
-        )
-    if not promotes and promocion != 0:
-        raise Failure(
-            Reply.F_MISMATCH, f"{jugada} promotes no pawn: promocion must be 0, got {promocion}"
-        )
-    move = _as_move(jugada, promocion)
-    if board.is_castling(move) and abs(base.to_square - base.from_square) != 2:
-        # python-chess also reads "king takes own rook" (e1h1) as castling, its Chess960
-        # spelling; the protocol's castling is the king's own move (e1g1), as SPAR returns.
-        king_to = "g" if base.to_square > base.from_square else "c"
-        raise Failure(
-            Reply.F_ILLEGAL,
-            f"illegal move {jugada}: castling is written as the king's move, "
-            f"{jugada[:2]}{king_to}{jugada[1]}",
-        )
-    if not board.is_legal(move):
-        if board.is_pseudo_legal(move):
-            why = "it would leave your king in check"
-        elif board.is_castling(move) or (
-            piece.piece_type == chess.KING and abs(base.to_square - base.from_square) == 2
-        ):
-            why = "castling is not allowed now"
-        else:
-            why = f"the {chess.piece_name(piece.piece_type)} on {name} cannot move there"
-        raise Failure(Reply.F_ILLEGAL, f"illegal move {jugada}: {why}")
-    return move
+    return [rules.as_move(r.jugada, r.promocion) for r in rows]

@@ -14,7 +14,9 @@ import chess
 import pytest
 from sqlalchemy import text
 
-from ajedrez.domain.games import PROMOTION_CODES, Games, MoveRecord
+from ajedrez.domain.games import Games
+from ajedrez.domain.rules import PROMOTION_CODES
+from ajedrez.protocol.records import MoveRecord
 from ajedrez.store.eager import blocking
 from tests.support.play import user_id
 
