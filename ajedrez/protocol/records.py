@@ -196,10 +196,17 @@ def parse_game_status(record: str) -> GameStatus:
     f = record.split(":")
     if len(f) != 10 or not _PARTIDA.fullmatch(f[0]) or f[8] not in (WHITE, BLACK):
         raise MalformedRecord(f"malformed STAT record {record!r}")
-    names = ("fecha", "status", "ganador", "solicitud_blancas", "solicitud_negras")
-    numbers = [_int(value, name, record, "STAT") for name, value in zip(names, f[3:8], strict=True)]
     return GameStatus(
-        f[0], f[1], f[2], *numbers, f[8], _int(f[9], "proxima_jugada", record, "STAT")
+        f[0],
+        f[1],
+        f[2],
+        _int(f[3], "fecha", record, "STAT"),
+        _int(f[4], "status", record, "STAT"),
+        _int(f[5], "ganador", record, "STAT"),
+        _int(f[6], "solicitud_blancas", record, "STAT"),
+        _int(f[7], "solicitud_negras", record, "STAT"),
+        f[8],
+        _int(f[9], "proxima_jugada", record, "STAT"),
     )
 
 
