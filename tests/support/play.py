@@ -15,8 +15,9 @@ from pathlib import Path
 
 import chess
 import chess.pgn
-from sqlalchemy import text
+from sqlalchemy import select, text
 
+from ajedrez.store.models import Game
 from tests.support.espol import Conn, Reply
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -327,3 +328,52 @@ def long_line(total: int, seed: int = 7) -> list[chess.Move]:
         assert board.outcome(claim_draw=False) is None
         out.append(steps[0])
     return out
+
+
+# -- lines and checks of the rules tests ---------------------------------------------------
+
+FOOLS_MATE = ("f3", "e5", "g4", "Qh4#")
+
+
+def moves_of(moves: str) -> tuple[str, ...]:
+    return tuple(moves.split())
+
+
+LOYD_STALEMATE = moves_of(
+    "e3 a5 Qh5 Ra6 Qxa5 h5 h4 Rah6 Qxc7 f6 Qxd7+ Kf7 Qxb7 Qd3 Qxb8 Qh7 Qxc8 Kg6 Qe6"
+)
+# Found by a capture-first random playout; ends with K+B against a bare king.
+INSUFFICIENT = moves_of(
+    "e2e3 g7g5 c2c4 b8a6 b2b4 a6b4 g2g4 b4a2 a1a2 g8f6 a2a7 a8a7 b1a3 a7a3 c1a3 f6g4 "
+    "a3e7 g4h2 e7g5 d8g5 h1h2 g5g1 h2h7 g1f2 e1f2 h8h7 d2d3 h7h3 f1h3 c7c5 h3d7 c8d7 "
+    "f2e1 f8g7 d3d4 g7d4 e3d4 c5d4 d1d4 d7a4 d4a7 b7b5 c4b5 a4b5 a7f7 e8f7"
+)
+KNIGHT_SHUFFLE = ("Nf3", "Nf6", "Ng1", "Ng8")
+
+
+def raw_move(pid: str, ply: int, uci: str, *, pos: str | None = None, promo: int = 0) -> str:
+    """A JGDA line for any coordinate move, legal or not (posicion computed unless given)."""
+    move = chess.Move.from_uci(uci)
+    return f"JGDA:{pid}:{ply}:{uci}:0:{pos or posicion(move)}:{promo}"
+
+
+def db_changed_at(db, pid: str) -> int:  # type: ignore[no-untyped-def]
+    with db.engine.connect() as c:
+        return c.execute(select(Game.changed_at).where(Game.id == int(pid[1:]))).scalar_one()
+
+
+def assert_unchanged(m: Match, db) -> None:  # type: ignore[no-untyped-def]
+    """Nothing was stored: the server is where the local board is."""
+    assert stat(m.w, m.pid).next_ply == m.ply
+    assert len(move_rows(db, m.pid)) == len(m.board.move_stack)
+    assert db_fen(db, m.pid) == m.board.fen()
+
+
+def finish_by_resignation(m: Match, loser: chess.Color) -> None:
+    r = m.conn(loser).cmd(f"REND:{m.pid}:{m.name(not loser)}")
+    assert (r.code, r.text) == (211, ""), r
+
+
+def draw_by_agreement(m: Match) -> None:
+    assert m.w.cmd(f"TBLS:{m.pid}:{m.black}").code == 209
+    assert m.b.cmd(f"RTBL:{m.pid}:S:{m.white}").code == 210
