@@ -3,7 +3,7 @@
 The client library is blocking (one socket, one thread). One load process on two cores
 cannot run a thousand threads and still measure anything, so this module speaks the same
 protocol over asyncio streams. It reuses the library for everything but the I/O: the
-header layout, the record parsers, :class:`Response`, and the exceptions
+header check, the record parsers, :class:`Response`, and the exceptions
 (:func:`reply_error`, ``ConnectionLost``, ``ProtocolError``), so a reply is judged exactly
 as the library judges it.
 
@@ -28,19 +28,16 @@ import chess
 
 from ajedrez.client.errors import ConnectionLost, NoMoreMoves, ProtocolError, reply_error
 from ajedrez.client.protocol import (
-    HEADER,
-    MAX_DATA,
-    WHITE,
     Changes,
-    GameStatus,
-    GameSummary,
-    MoveRecord,
     Response,
-    format_fecha,
     parse_game_status,
     parse_game_summary,
     parse_move_record,
+    reply_header,
 )
+from ajedrez.protocol.fields import format_fecha
+from ajedrez.protocol.framing import HEADER, MAX_DATA
+from ajedrez.protocol.records import WHITE, GameStatus, GameSummary, MoveRecord
 
 
 class Observer(Protocol):
@@ -106,16 +103,13 @@ class AsyncClient:
 
     async def _read_part(self) -> tuple[int, bool, str]:
         try:
-            header = await self._reader.readexactly(HEADER.size)
-            code_b, flag, length = HEADER.unpack(header)
-            if not code_b.isdigit() or flag not in (b"0", b"1") or length > MAX_DATA:
-                raise ProtocolError(f"malformed reply header {code_b!r} {flag!r} {length}")
+            code, more, length = reply_header(await self._reader.readexactly(HEADER.size))
             data = await self._reader.readexactly(length)
         except asyncio.IncompleteReadError:
             raise ConnectionLost("the server closed the connection") from None
         except OSError as e:
             raise ConnectionLost(f"the connection broke: {e}") from None
-        return int(code_b), flag == b"1", data.decode("utf-8")
+        return code, more, data.decode("utf-8")
 
     async def _read_response(self) -> Response:
         code, more, text = await self._read_part()

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import chess
 
 from ajedrez.client.errors import ClientError, ReplyError
-from ajedrez.client.protocol import BLACK, STATUS_FINISHED, WHITE, MoveRecord
+from ajedrez.protocol.records import BLACK, STATUS_FINISHED, WHITE, MoveRecord
 from bench.aclient import AsyncClient, Observer, color_of, record_move
 
 

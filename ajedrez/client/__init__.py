@@ -1,7 +1,8 @@
 """The Ajedrez client: a typed ESPOL 2.0 protocol library and the ``ajedrez`` command.
 
 The library (:mod:`ajedrez.client.protocol`, :mod:`ajedrez.client.errors`) imports no
-server code; only the reply-code table :mod:`ajedrez.protocol.codes`.
+server code; only the protocol's vocabulary under :mod:`ajedrez.protocol` (reply codes,
+framing, field syntax, records), which the server shares.
 """
 
 from ajedrez.client.errors import (
@@ -25,19 +26,8 @@ from ajedrez.client.errors import (
     Unreachable,
     WrongPassword,
 )
-from ajedrez.client.protocol import (
-    BLACK,
-    DEFAULT_PORT,
-    WHITE,
-    Changes,
-    Client,
-    GameStatus,
-    GameSummary,
-    MoveRecord,
-    RankEntry,
-    Response,
-    game_id,
-)
+from ajedrez.client.protocol import DEFAULT_PORT, Changes, Client, Response, game_id
+from ajedrez.protocol.records import BLACK, WHITE, GameStatus, GameSummary, MoveRecord, RankEntry
 
 __all__ = [
     "BLACK",

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ajedrez.client.protocol import BLACK, WHITE, GameStatus, MoveRecord, RankEntry
 from ajedrez.domain.export import GameFacts
+from ajedrez.protocol.records import GameStatus, MoveRecord, RankEntry, color_of_ply
 
 SCHEMA_VERSION = 2
 FECHA_KINDS = ("TRAN", "JAUT", "PPEN", "BAJA")
@@ -108,11 +108,11 @@ class CachedGame:
 
     @property
     def opponent(self) -> str:
-        return self.black if self.color == WHITE else self.white
+        return self.status_record.opponent
 
     @property
     def me(self) -> str:
-        return self.white if self.color == WHITE else self.black
+        return self.status_record.me
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class CachedMove:
 
     @property
     def color(self) -> str:
-        return WHITE if self.ply % 2 == 1 else BLACK
+        return color_of_ply(self.ply)
 
 
 def cache_path(data_dir: Path, host: str, port: int, user: str) -> Path:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import chess
 
-from ajedrez.client.protocol import (
+from ajedrez.domain.export import result_text
+from ajedrez.protocol.records import (
     BLACK,
     REQ_ACCEPT,
     REQ_RESIGN,
@@ -18,13 +19,15 @@ from ajedrez.client.protocol import (
     WINNER_DRAW,
     WINNER_WHITE,
     GameStatus,
-    color_name,
 )
-from ajedrez.domain.export import result_text
 
 _UCI = re.compile(r"([a-h][1-8])-?([a-h][1-8])(?:=?([nbrqNBRQ]))?")
 _PROMO_CODE = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
 EMPTY = "·"
+
+
+def color_name(color: str) -> str:
+    return "white" if color == WHITE else "black"
 
 
 class MoveInputError(ValueError):

@@ -27,6 +27,7 @@ import chess
 from ajedrez.client.cache import Cache, CachedGame, cache_path
 from ajedrez.client.chessboard import (
     MoveInputError,
+    color_name,
     end_reason_guess,
     ending,
     how_it_ended,
@@ -52,21 +53,11 @@ from ajedrez.client.errors import (
     Unreachable,
     WrongPassword,
 )
-from ajedrez.client.protocol import (
-    BLACK,
-    DEFAULT_PORT,
-    WHITE,
-    WINNER_DRAW,
-    WINNER_WHITE,
-    Client,
-    GameStatus,
-    MoveRecord,
-    color_name,
-    game_id,
-)
+from ajedrez.client.protocol import DEFAULT_PORT, Client, game_id
 from ajedrez.client.sync import board_of, learn_facts, record_own_move, sync_all, sync_game
 from ajedrez.domain.export import game_pgn
 from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.records import BLACK, WHITE, WINNER_DRAW, WINNER_WHITE, GameStatus, MoveRecord
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # refused: by the server or by a local check (illegal move, not your turn)

@@ -1,7 +1,8 @@
 """A small, typed ESPOL 2.0 client: one TCP connection, one method per command.
 
-Written from ``docs/protocol.md`` alone; it imports no server code (only the reply-code
-table :mod:`ajedrez.protocol.codes`).
+Written from ``docs/protocol.md`` alone; it imports no server code, only the protocol's
+own vocabulary under :mod:`ajedrez.protocol`: the reply codes, the header layout, the
+field syntax and the reply records with their parsers.
 
 >>> with Client("127.0.0.1", 1995) as c:           # doctest: +SKIP
 ...     c.login("ana", "a secret")
@@ -11,14 +12,14 @@ table :mod:`ajedrez.protocol.codes`).
 A command whose reply is an error (4xx-5xx) raises :class:`~ajedrez.client.errors.ServerError`,
 a failure (8xx-9xx) :class:`~ajedrez.client.errors.ProtocolFailure` (or a subclass such as
 ``WrongPassword``, ``NotYourTurn``, ``IllegalMove``); both carry ``code`` and ``reason``.
+A reply this library cannot read raises :class:`~ajedrez.client.errors.ProtocolError`.
 """
 
 from __future__ import annotations
 
-import re
+import functools
 import socket
 import ssl
-import struct
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,31 +33,45 @@ from ajedrez.client.errors import (
     Unreachable,
     reply_error,
 )
+from ajedrez.protocol import records
+from ajedrez.protocol.fields import format_fecha, format_partida, partida
+from ajedrez.protocol.framing import HEADER, MAX_DATA
+from ajedrez.protocol.records import (
+    BLACK,
+    WHITE,
+    GameStatus,
+    GameSummary,
+    MalformedRecord,
+    MoveRecord,
+    OpenChallenge,
+    RankEntry,
+    Removal,
+)
 
+__all__ = [
+    "DEFAULT_PORT",
+    "Changes",
+    "Client",
+    "Response",
+    "Trace",
+    "game_id",
+    "parse_game_status",
+    "parse_game_summary",
+    "parse_move_record",
+    "parse_open_challenge",
+    "parse_rank_entry",
+    "parse_removal",
+    "reply_header",
+]
+
+# docs/protocol.md section 1. The server's own constant lives in its settings, which a
+# client must not import.
 DEFAULT_PORT = 1995
-MAX_DATA = 4096
-HEADER = struct.Struct("!3scH")
 
-WHITE = "B"  # blancas
-BLACK = "N"  # negras
-STATUS_ACTIVE = 0
-STATUS_FINISHED = 2
-WINNER_NONE, WINNER_WHITE, WINNER_BLACK, WINNER_DRAW = 0, 1, 2, 3
-REQ_NONE, REQ_OFFER, REQ_ACCEPT, REQ_RESIGN = 0, 1, 2, 3
-
-_PARTIDA = re.compile(r"P[0-9]{7}")
 _FORBIDDEN = (":", "\r", "\n")
 
 T = TypeVar("T")
 Trace = Callable[[str], None]
-
-
-def other_color(color: str) -> str:
-    return BLACK if color == WHITE else WHITE
-
-
-def color_name(color: str) -> str:
-    return "white" if color == WHITE else "black"
 
 
 # -- records ---------------------------------------------------------------------------
@@ -69,101 +84,35 @@ class Changes(NamedTuple, Generic[T]):
     items: list[T]
 
 
-@dataclass(frozen=True)
-class GameSummary:
-    """One PPEN record. ``opponent_color`` is the colour the *opponent* plays."""
+def _reading(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """``parse`` raising :class:`ProtocolError`, the library's error for a reply it cannot
+    read, where the shared parser raises :class:`MalformedRecord`; the message is kept."""
 
-    game: str
-    opponent: str
-    opponent_color: str
-    status: int
+    @functools.wraps(parse)
+    def checked(record: str) -> T:
+        try:
+            return parse(record)
+        except MalformedRecord as e:
+            raise ProtocolError(str(e)) from None
 
-    @property
-    def my_color(self) -> str:
-        return other_color(self.opponent_color)
-
-    @property
-    def active(self) -> bool:
-        return self.status == STATUS_ACTIVE
+    return checked
 
 
-@dataclass(frozen=True)
-class GameStatus:
-    """The STAT record. ``fecha`` is the game's last change, ``color`` the caller's."""
-
-    game: str
-    white: str
-    black: str
-    fecha: int
-    status: int
-    ganador: int
-    solicitud_blancas: int
-    solicitud_negras: int
-    color: str
-    next_ply: int
-
-    @property
-    def active(self) -> bool:
-        return self.status == STATUS_ACTIVE
-
-    @property
-    def me(self) -> str:
-        return self.white if self.color == WHITE else self.black
-
-    @property
-    def opponent(self) -> str:
-        return self.black if self.color == WHITE else self.white
-
-    @property
-    def turn(self) -> str:
-        """The colour to play the next ply (odd plies are white's)."""
-        return WHITE if self.next_ply % 2 == 1 else BLACK
-
-    @property
-    def my_turn(self) -> bool:
-        return self.active and self.turn == self.color
-
-    def solicitud(self, color: str) -> int:
-        return self.solicitud_blancas if color == WHITE else self.solicitud_negras
-
-    @property
-    def draw_offered_by(self) -> str | None:
-        """The colour with a pending draw offer in an active game, if any."""
-        if not self.active:
-            return None
-        for color in (WHITE, BLACK):
-            if self.solicitud(color) == REQ_OFFER:
-                return color
-        return None
+parse_game_summary = _reading(records.parse_game_summary)
+parse_game_status = _reading(records.parse_game_status)
+parse_move_record = _reading(records.parse_move_record)
+parse_rank_entry = _reading(records.parse_rank_entry)
+parse_removal = _reading(records.parse_removal)
+parse_open_challenge = _reading(records.parse_open_challenge)
 
 
-@dataclass(frozen=True)
-class MoveRecord:
-    """One SPAR record: ply, coordinate move, reverso, posicion (``ffTT``), promocion."""
-
-    ply: int
-    jugada: str
-    reverso: int
-    posicion: str
-    promocion: int
-
-
-@dataclass(frozen=True)
-class RankEntry:
-    user: str
-    wins: int
-
-
-REMOVED_GAME = "P"  # BAJA: the administrator purged this game
-REMOVED_CHALLENGE = "R"  # BAJA: the challenge with this user closed without a game
-
-
-@dataclass(frozen=True)
-class Removal:
-    """One BAJA record: ``kind`` P with a game id, or R with the other user's name."""
-
-    kind: str
-    subject: str
+def reply_header(head: bytes) -> tuple[int, bool, int]:
+    """(code, more, length) of a 6-byte reply header; :class:`ProtocolError` when it is not
+    three digits, a flag 0 or 1 and a length of at most ``MAX_DATA``."""
+    code_b, flag, length = HEADER.unpack(head)
+    if not code_b.isdigit() or flag not in (b"0", b"1") or length > MAX_DATA:
+        raise ProtocolError(f"malformed reply header {code_b!r} {flag!r} {length}")
+    return int(code_b), flag == b"1", length
 
 
 @dataclass(frozen=True)
@@ -201,10 +150,6 @@ class Response:
         return Changes(fecha, out)
 
 
-def format_fecha(fecha: int) -> str:
-    return f"{fecha:011d}"
-
-
 def game_id(value: str | int) -> str:
     """Normalise a game id: ``P0000012``, ``p12`` or ``12`` -> ``P0000012``."""
     text = str(value).strip()
@@ -212,82 +157,13 @@ def game_id(value: str | int) -> str:
         text = text[1:]
     if not text.isdigit() or len(text) > 7:
         raise ValueError(f"invalid game id {value!r}: P followed by up to 7 digits")
-    return f"P{int(text):07d}"
+    return format_partida(int(text))
 
 
 def _field(value: str, what: str) -> str:
     if any(c in value for c in _FORBIDDEN):
         raise ValueError(f"{what} cannot contain ':', CR or LF")
     return value
-
-
-def _int(value: str, what: str) -> int:
-    if not value.isdigit():
-        raise ProtocolError(f"malformed {what} {value!r} in a reply")
-    return int(value)
-
-
-def parse_game_summary(record: str) -> GameSummary:
-    fields = record.split(":")
-    if len(fields) != 4 or not _PARTIDA.fullmatch(fields[0]) or fields[2] not in (WHITE, BLACK):
-        raise ProtocolError(f"malformed PPEN record {record!r}")
-    return GameSummary(fields[0], fields[1], fields[2], _int(fields[3], "status"))
-
-
-def parse_game_status(data: str) -> GameStatus:
-    f = data.split(":")
-    if len(f) != 10 or not _PARTIDA.fullmatch(f[0]) or f[8] not in (WHITE, BLACK):
-        raise ProtocolError(f"malformed STAT record {data!r}")
-    return GameStatus(
-        f[0],
-        f[1],
-        f[2],
-        _int(f[3], "fecha"),
-        _int(f[4], "status"),
-        _int(f[5], "ganador"),
-        _int(f[6], "solicitud_blancas"),
-        _int(f[7], "solicitud_negras"),
-        f[8],
-        _int(f[9], "proxima_jugada"),
-    )
-
-
-def parse_move_record(record: str) -> MoveRecord:
-    f = record.split(":")
-    if len(f) != 5:
-        raise ProtocolError(f"malformed SPAR record {record!r}")
-    return MoveRecord(_int(f[0], "ply"), f[1], _int(f[2], "reverso"), f[3], _int(f[4], "promocion"))
-
-
-@dataclass(frozen=True)
-class OpenChallenge:
-    """One SOLI record: ``received`` (R) from ``user``, or made (E) to ``user``."""
-
-    user: str
-    received: bool
-
-
-def parse_open_challenge(record: str) -> OpenChallenge:
-    way, sep, user = record.partition(":")
-    if not sep or way not in ("E", "R") or not user:
-        raise ProtocolError(f"malformed SOLI record {record!r}")
-    return OpenChallenge(user, way == "R")
-
-
-def parse_removal(record: str) -> Removal:
-    kind, sep, subject = record.partition(":")
-    if not sep or kind not in (REMOVED_GAME, REMOVED_CHALLENGE) or not subject:
-        raise ProtocolError(f"malformed BAJA record {record!r}")
-    if kind == REMOVED_GAME and not _PARTIDA.fullmatch(subject):
-        raise ProtocolError(f"malformed BAJA record {record!r}")
-    return Removal(kind, subject)
-
-
-def parse_rank_entry(record: str) -> RankEntry:
-    user, sep, wins = record.rpartition(":")
-    if not sep:
-        raise ProtocolError(f"malformed SRNK record {record!r}")
-    return RankEntry(user, _int(wins, "wins"))
 
 
 # -- the connection --------------------------------------------------------------------
@@ -398,12 +274,13 @@ class Client:
 
     def _read_part(self) -> tuple[int, bool, str]:
         head = self._read_exact(HEADER.size)
-        code_b, flag, length = HEADER.unpack(head)
-        if not code_b.isdigit() or flag not in (b"0", b"1") or length > MAX_DATA:
+        try:
+            code, more, length = reply_header(head)
+        except ProtocolError:
             self.close()
             if not self._answered:
-                raise NotEspol(self.host, self.port, head)
-            raise ProtocolError(f"malformed reply header {code_b!r} {flag!r} {length}")
+                raise NotEspol(self.host, self.port, head) from None
+            raise
         data = self._read_exact(length)
         try:
             text = data.decode("utf-8")
@@ -413,7 +290,7 @@ class Client:
                 raise NotEspol(self.host, self.port, head) from None
             raise ProtocolError("reply data is not UTF-8") from None
         self._answered = True
-        return int(code_b), flag == b"1", text
+        return code, more, text
 
     def read_response(self) -> Response:
         """Read every part of one answer (until a part with flag 0)."""
@@ -500,8 +377,10 @@ class Client:
         if color not in (WHITE, BLACK):
             raise ValueError("color must be 'B' (white) or 'N' (black)")
         gid = self.request("ACEP", color, user).text
-        if not _PARTIDA.fullmatch(gid):
-            raise ProtocolError(f"ACEP answered {gid!r}, not a game id")
+        try:
+            partida(gid)
+        except ValueError:
+            raise ProtocolError(f"ACEP answered {gid!r}, not a game id") from None
         return gid
 
     def decl(self, user: str) -> None:

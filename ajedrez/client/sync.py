@@ -23,8 +23,9 @@ import chess
 from ajedrez.client.cache import Cache
 from ajedrez.client.chessboard import board_from, to_move
 from ajedrez.client.errors import ProtocolError, ReplyError
-from ajedrez.client.protocol import REMOVED_GAME, Client, GameStatus, MoveRecord
+from ajedrez.client.protocol import Client
 from ajedrez.domain.export import GameFacts, read_facts
+from ajedrez.protocol.records import REMOVED_GAME, GameStatus, MoveRecord
 
 
 @dataclass

@@ -14,7 +14,8 @@ from ajedrez.client.chessboard import (
     parse_move,
     render_board,
 )
-from ajedrez.client.protocol import BLACK, GameStatus, game_id
+from ajedrez.client.protocol import game_id
+from ajedrez.protocol.records import BLACK, GameStatus
 
 
 @pytest.mark.parametrize(
