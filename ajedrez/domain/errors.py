@@ -14,6 +14,10 @@ class Failure(Exception):
         self.reason = reason
 
 
+class Conflict(Exception):
+    """A unique key or other constraint refused a write; the transaction was rolled back."""
+
+
 class StorageError(Exception):
     """The database could not do the work (unreachable, locked too long, I/O fault)."""
 

@@ -43,13 +43,18 @@ FIVEFOLD_MIN_PLIES = 16
 BOARD_CACHE_GAMES = 1024
 
 
-class GameRow(Protocol):
-    """What a move's check reads of a game: the columns of its row."""
+class Players(Protocol):
+    """The players of a game, by user id."""
 
     @property
     def white_id(self) -> int: ...
     @property
     def black_id(self) -> int: ...
+
+
+class GameRow(Players, Protocol):
+    """What a move's check reads of a game: the columns of its row."""
+
     @property
     def status(self) -> int: ...
     @property
@@ -92,7 +97,7 @@ def no_game(game_id: int) -> Failure:
     return Failure(Reply.F_NOGAME, f"no game {pid(game_id)}")
 
 
-def color_of(row: GameRow, caller_id: int, game_id: int) -> str:
+def color_of(row: Players, caller_id: int, game_id: int) -> str:
     if row.white_id == caller_id:
         return "B"
     if row.black_id == caller_id:

@@ -94,7 +94,9 @@ class Connection(asyncio.Protocol):
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         r = self.reactor
-        self.session = Session(r.accounts, r.games, peer, self.address, r.throttle, r.subs_limit)
+        self.session = Session(
+            r.accounts, r.games, r.moves, peer, self.address, r.throttle, r.subs_limit
+        )
         self._arm_timer(self.lim.idle_timeout)
         self.grace_timer = self.loop.call_later(
             self.lim.login_grace, self._guarded, self._grace_over

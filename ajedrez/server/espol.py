@@ -15,14 +15,15 @@ from typing import Any
 
 from ajedrez.domain.accounts import Accounts, Caller
 from ajedrez.domain.errors import TRANSIENT_RETRIES, Failure, StorageError, TransientStorageError
-from ajedrez.domain.games import Games
+from ajedrez.domain.games import Games, moves_of, status_of
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.commands import PRE_LOGIN, SPECS, Runs, help_text, lookup, parse_args, runs
 from ajedrez.protocol.fields import format_fecha, format_partida
 from ajedrez.protocol.framing import LineError, encode_records, encode_reply, parse_line
-from ajedrez.protocol.records import GameStatus, MoveRecord
+from ajedrez.protocol.records import MoveRecord, OpenChallenge, RankEntry, Removal
 from ajedrez.server.ratelimit import RateLimit
 from ajedrez.server.throttle import LoginThrottle
+from ajedrez.store.moves import Moves
 
 log = logging.getLogger("ajedrez.server.espol")
 
@@ -49,6 +50,7 @@ class Session:
         self,
         accounts: Accounts,
         games: Games,
+        moves: Moves,
         peer: str = "-",
         address: str = "-",
         throttle: LoginThrottle | None = None,
@@ -56,6 +58,7 @@ class Session:
     ) -> None:
         self.accounts = accounts
         self.games = games
+        self.moves = moves
         self.peer = peer  # "host:port", for logs
         self.address = address  # the client's host alone, for the login throttle
         self.throttle = throttle
@@ -263,31 +266,41 @@ class Session:
 
     def do_SOLI(self) -> Outcome:
         challenges = self.games.open_challenges(self._me.id)
-        return self._records(Reply.S_SOLI, [f"{way}:{name}" for way, name in challenges])
+        records = [OpenChallenge(name, not made).encode() for made, name in challenges]
+        return self._records(Reply.S_SOLI, records)
 
     def do_BAJA(self, since: int) -> Outcome:
         stamp, removed = self.games.removals_since(self._me.id, since)
-        return self._since(Reply.S_BAJA, stamp, [f"{kind}:{subject}" for kind, subject in removed])
+        return self._since(Reply.S_BAJA, stamp, [Removal(k, s).encode() for k, s in removed])
 
     def do_SRNK(self) -> Outcome:
         ranking = self.games.ranking()
-        return self._records(Reply.S_SRNK, [f"{name}:{wins}" for name, wins in ranking])
+        return self._records(Reply.S_SRNK, [RankEntry(n, w).encode() for n, w in ranking])
 
     # STAT, SPAR and JGDA run on the loop (Runs.QUEUE): each hands the store its work.
 
     def do_STAT(self, game_id: int) -> Outcome:
-        work = self.games.status(self._me.id, game_id)
-        return Outcome(later=Later("STAT", work, _stat))
+        me = self._me.id
+
+        def reply(rows: list[Any]) -> Outcome:
+            return self._reply(Reply.S_STAT, status_of(rows, me, game_id).encode())
+
+        return Outcome(later=Later("STAT", self.moves.game_rows(game_id), reply))
 
     def do_SPAR(self, game_id: int, after: int) -> Outcome:
-        work = self.games.moves_after(self._me.id, game_id, after)
-        return Outcome(later=Later("SPAR", work, _spar))
+        me = self._me.id
+
+        def reply(rows: list[Any]) -> Outcome:
+            records = [m.encode() for m in moves_of(rows, me, game_id, after)]
+            return self._records(Reply.S_SPAR, records)
+
+        return Outcome(later=Later("SPAR", self.moves.move_rows(game_id, after), reply))
 
     def do_JGDA(
         self, game_id: int, ply: int, jugada: str, reverso: int, posicion: str, promocion: int
     ) -> Outcome:
         move = MoveRecord(ply, jugada, reverso, posicion, promocion)
-        work = self.games.play(self._me.id, game_id, move)
+        work = self.moves.play(self._me.id, game_id, move)
         return Outcome(later=Later("JGDA", work, _moved))
 
     def do_TBLS(self, game_id: int, opponent: str) -> Outcome:
@@ -309,14 +322,6 @@ class Session:
     def do_PGNX(self, game_id: int) -> Outcome:
         text = self.games.pgn(game_id, caller_id=self._me.id)
         return self._records(Reply.S_PGNX, text.rstrip("\n").split("\n"), sep="\n")
-
-
-def _stat(g: GameStatus) -> Outcome:
-    return Session._reply(Reply.S_STAT, g.encode())
-
-
-def _spar(moves: list[MoveRecord]) -> Outcome:
-    return Session._records(Reply.S_SPAR, [m.encode() for m in moves])
 
 
 def _moved(_stored: object) -> Outcome:

@@ -21,6 +21,7 @@ from ajedrez.server.reactor import LISTEN_BACKLOG, Reactor, tls_context
 from ajedrez.server.settings import Settings, SettingsError, add_arguments, load
 from ajedrez.store.db import BadURL, Database, redact, resolve_url
 from ajedrez.store.migrate import upgrade
+from ajedrez.store.moves import Moves
 from ajedrez.store.writer_process import (
     WriterClient,
     open_writer_listener,
@@ -139,9 +140,9 @@ def _serve_workers(
             signal.signal(signum, lambda _n, _frame: stop.set())
         db = _database(url, settings)
         try:
-            games = Games(db)
+            moves = Moves.of(db)
             return serve_writes(
-                db.write_jobs, writer[1], games.job_from_payload, db.group_commit, stop
+                db.write_jobs, writer[1], moves.job_from_payload, db.group_commit, stop
             )
         finally:
             db.dispose()
@@ -184,6 +185,7 @@ async def _serve(
     reactor = Reactor(
         accounts,
         Games(db),
+        Moves.of(db),
         settings.host,
         settings.port,
         settings.limits,

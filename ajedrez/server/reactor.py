@@ -31,6 +31,7 @@ from ajedrez.server.connection import Connection
 from ajedrez.server.ratelimit import RateLimit
 from ajedrez.server.settings import Limits
 from ajedrez.server.throttle import LoginThrottle
+from ajedrez.store.moves import Moves
 
 log = logging.getLogger("ajedrez.server")
 
@@ -43,6 +44,7 @@ class Reactor:
         self,
         accounts: Accounts,
         games: Games,
+        moves: Moves,
         host: str,
         port: int,
         limits: Limits | None = None,
@@ -55,6 +57,7 @@ class Reactor:
         worker processes of ``--workers``; without them the reactor opens its own."""
         self.accounts = accounts
         self.games = games
+        self.moves = moves
         self.host = host
         self.port = port
         self.limits = limits or Limits()

@@ -1,14 +1,15 @@
 """The administrator's trail: every change made through ``ajedrez-admin``, who ran it
-(the operating-system user), when and what. Written in the transaction of the change
-itself, so a change is never without its record, nor a record without its change."""
+(the operating-system user), when and what. Each entry is written in the transaction of
+the change itself (``Tx.audit``), so a change is never without its record, nor a record
+without its change; this module reads the trail back."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 
-from ajedrez.store.db import Database, Tx
+from ajedrez.store.db import Database
 from ajedrez.store.models import AdminAudit
 
 
@@ -19,18 +20,6 @@ class AuditEntry:
     action: str
     target: str
     detail: str
-
-
-def record(tx: Tx, by: str | None, action: str, target: str = "", detail: str = "") -> None:
-    """Note an administrator's change; nothing when ``by`` is None (not an admin action).
-    Never pass a password or a hash in ``detail``."""
-    if by is None:
-        return
-    tx.conn.execute(
-        insert(AdminAudit).values(
-            at=tx.stamp, actor=by[:64], action=action, target=target[:64], detail=detail
-        )
-    )
 
 
 def entries(db: Database, limit: int | None = None) -> list[AuditEntry]:

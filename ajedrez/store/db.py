@@ -40,7 +40,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,11 +48,17 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, TextClause, create_engine, event, exc, make_url, text
 from sqlalchemy.engine import URL, ExceptionContext
 
-from ajedrez.domain.errors import TRANSIENT_RETRIES, StorageError, TransientStorageError
+from ajedrez.domain.errors import (
+    TRANSIENT_RETRIES,
+    Conflict,
+    StorageError,
+    TransientStorageError,
+)
 from ajedrez.store.batches import BatchThread, LoopBatches
 from ajedrez.store.eager import Eager, settle
 from ajedrez.store.open_marks import OpenMarks
 from ajedrez.store.prepared import Prepared, PreparedMany, read_only_connection
+from ajedrez.store.tx import Tx
 from ajedrez.store.writer_process import WriterClient
 
 SQLITE_BUSY_TIMEOUT = 10.0  # seconds
@@ -84,10 +90,6 @@ _PG_SYNC_BEGIN = text(
 
 
 T = TypeVar("T")
-
-
-class Conflict(Exception):
-    """A unique key or other constraint refused a write; the transaction was rolled back."""
 
 
 class BadURL(StorageError):
@@ -152,12 +154,6 @@ class _Batch:
         self.opened = time.monotonic()
         self.done = threading.Event()
         self.error: StorageError | None = None
-
-
-@dataclass
-class Tx:
-    conn: Connection
-    stamp: int
 
 
 @dataclass(frozen=True)
@@ -412,6 +408,19 @@ class Database:
                 conn = conn.execution_options(ajedrez_begin=begin)
             with conn.begin():
                 yield conn
+
+    # -- the domain's transactions (ajedrez.domain.ports.Store) ---------------------------
+
+    @contextmanager
+    def reading(self) -> Iterator[Tx]:
+        with self.read() as conn:
+            yield Tx(conn, 0)
+
+    def writing(self) -> AbstractContextManager[Tx]:
+        return self.write()
+
+    def syncing(self) -> AbstractContextManager[Tx]:
+        return self.sync_read()
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

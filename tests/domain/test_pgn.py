@@ -8,8 +8,8 @@ import chess
 from ajedrez.domain import games as service_games
 from ajedrez.domain.export import GameFacts, game_pgn, pgn_date, read_facts
 from ajedrez.domain.games import MoveRecord
-from ajedrez.store.eager import blocking
 from tests.support.common import unique_name
+from tests.support.moves import play
 
 FOOLS_MATE = ["f3", "e5", "g4", "Qh4#"]
 
@@ -118,7 +118,7 @@ def test_service_pgn_is_the_shared_writer(games, accounts):
         jugada = chess.square_name(move.from_square) + chess.square_name(move.to_square)
         mover = wid if ply % 2 else bid
         record = MoveRecord(ply, jugada, 0, f"{move.from_square:02d}{move.to_square:02d}", 0)
-        blocking(lambda: games.play(mover, gid, record))  # noqa: B023 (run at once)
+        play(games, mover, gid, record)
         board.push(move)
     text = games.pgn(gid)
     facts = read_facts(text)

@@ -17,7 +17,7 @@ from sqlalchemy import text
 from ajedrez.domain.games import Games
 from ajedrez.domain.rules import PROMOTION_CODES
 from ajedrez.protocol.records import MoveRecord
-from ajedrez.store.eager import blocking
+from tests.support.moves import play
 from tests.support.play import user_id
 
 STATUS_ACTIVE, STATUS_FINISHED = 0, 2
@@ -72,7 +72,7 @@ def test_stored_state_matches_a_full_replay(seed, services, games, db, new_user)
         else:
             service = rng.choice((games, other))
         record = _record(len(board.move_stack) + 1, move)
-        blocking(lambda: service.play(ids[board.turn], game_id, record))  # noqa: B023
+        play(service, ids[board.turn], game_id, record)
         board.push(move)
         with db.engine.connect() as c:
             row = c.execute(

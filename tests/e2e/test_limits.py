@@ -411,7 +411,7 @@ def test_password_hashes_are_capped() -> None:
 
     async def scenario() -> list[bytes]:
         limits = Limits(max_subscription_hashes=2, subs_per_address=100)
-        reactor = Reactor(accounts, NoGames(), "127.0.0.1", 0, limits, command_threads=16)  # type: ignore[arg-type]
+        reactor = Reactor(accounts, NoGames(), None, "127.0.0.1", 0, limits, command_threads=16)  # type: ignore[arg-type]
         (_, host, port), *_ = await reactor.start()
 
         async def subscribe(i: int) -> bytes:
@@ -442,7 +442,7 @@ def test_a_login_does_not_queue_behind_subscription_hashes() -> None:
 
     async def scenario() -> bytes:
         limits = Limits(max_subscription_hashes=1, subs_per_address=100)
-        reactor = Reactor(accounts, NoGames(), "127.0.0.1", 0, limits, command_threads=16)  # type: ignore[arg-type]
+        reactor = Reactor(accounts, NoGames(), None, "127.0.0.1", 0, limits, command_threads=16)  # type: ignore[arg-type]
         (_, host, port), *_ = await reactor.start()
         flood = []
         for i in range(10):  # 10 SUBS of 0.2 s each, one at a time: 2 s of hashing

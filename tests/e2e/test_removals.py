@@ -14,9 +14,9 @@ import pytest
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.games import Games, MoveRecord
 from ajedrez.store.db import Database
-from ajedrez.store.eager import blocking
 from tests.support.common import PASSWORD, unique_name
 from tests.support.espol import Conn
+from tests.support.moves import play
 from tests.support.server import ServerProcess, start_server
 
 
@@ -45,7 +45,7 @@ def finished_game(accounts: Accounts, games: Games, white: str, black: str) -> i
     w, b = accounts.login(white, PASSWORD), accounts.login(black, PASSWORD)
     games.challenge(b.id, white)
     gid = games.accept(w.id, "B", black)
-    blocking(lambda: games.play(w.id, gid, MoveRecord(1, "e2e4", 0, "1228", 0)))
+    play(games, w.id, gid, MoveRecord(1, "e2e4", 0, "1228", 0))
     games.resign(b.id, gid, white)
     return gid
 

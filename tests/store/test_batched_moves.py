@@ -17,11 +17,13 @@ import pytest
 from sqlalchemy import text
 
 from ajedrez.domain.errors import Failure, StorageError
-from ajedrez.domain.games import _PLAYERS_AND_MOVES_AFTER, _PLAYERS_AND_MOVES_AFTER_ONE, Games
+from ajedrez.domain.games import Games, moves_of, status_of
 from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.records import GameStatus, MoveRecord
 from ajedrez.store.db import Database, Tx
-from ajedrez.store.eager import blocking
+from ajedrez.store.statements import PLAYERS_AND_MOVES_AFTER, PLAYERS_AND_MOVES_AFTER_ONE
 from tests.domain.test_play_history import _pick, _record
+from tests.support.moves import moves_for, play
 from tests.support.play import user_id
 
 STATUS_FINISHED = 2
@@ -72,7 +74,7 @@ def test_batches_of_moves_leave_what_single_moves_would(seed, games, db, new_use
             moves[game_id] = _pick(board, rng)
             service = rng.choice((games, other))
             record = _record(len(board.move_stack) + 1, moves[game_id])
-            jobs.append(service.move_job(players[game_id][board.turn], game_id, record))
+            jobs.append(moves_for(service).job(players[game_id][board.turn], game_id, record))
         assert db.write_jobs(jobs) == [None] * len(jobs)
         for game_id in order:
             board = boards[game_id]
@@ -97,7 +99,9 @@ def test_a_batch_answers_each_move_on_its_own(games, db, new_user):
         game_id, ids = g[name or "a"]
         record = _record(ply, chess.Move.from_uci(uci))
         try:
-            return games.move_job(ids[color], 999_999_999 if name is None else game_id, record)
+            return moves_for(games).job(
+                ids[color], 999_999_999 if name is None else game_id, record
+            )
         except Failure as e:
             return e
 
@@ -146,11 +150,13 @@ def test_a_batch_that_mates_ends_its_game(games, db, new_user):
     for ply, uci in enumerate(["f2f3", "e7e5", "g2g4"], start=1):
         color = chess.WHITE if ply % 2 else chess.BLACK
         record = _record(ply, chess.Move.from_uci(uci))
-        blocking(lambda: games.play(ids[color], mated, record))  # noqa: B023
+        play(games, ids[color], mated, record)
     results = db.write_jobs(
         [
-            games.move_job(other_ids[chess.WHITE], other, _record(1, chess.Move.from_uci("e2e4"))),
-            games.move_job(ids[chess.BLACK], mated, _record(4, chess.Move.from_uci("d8h4"))),
+            moves_for(games).job(
+                other_ids[chess.WHITE], other, _record(1, chess.Move.from_uci("e2e4"))
+            ),
+            moves_for(games).job(ids[chess.BLACK], mated, _record(4, chess.Move.from_uci("d8h4"))),
         ]
     )
     assert results == [None, None]
@@ -193,19 +199,19 @@ def test_batched_spar_reads_match_single_ones(games, db, new_user):
     board = chess.Board()
     for uci in ["e2e4", "e7e5", "g1f3", "b8c6"]:
         record = _record(len(board.move_stack) + 1, chess.Move.from_uci(uci))
-        blocking(lambda: games.play(ids[board.turn], played, record))  # noqa: B023
+        play(games, ids[board.turn], played, record)
         board.push_uci(uci)
     asks = [(played, 0), (empty, 0), (played, 2), (999_999_999, 0), (played, 4), (played, 3)]
     params = [{"gid": gid, "after": after} for gid, after in asks]
     with db.read_each() as conn:
-        single = [[tuple(r) for r in _PLAYERS_AND_MOVES_AFTER_ONE.all(conn, **p)] for p in params]
+        single = [[tuple(r) for r in PLAYERS_AND_MOVES_AFTER_ONE.all(conn, **p)] for p in params]
         if db.is_sqlite:
             many = [
                 [tuple(r) for r in rows]
-                for rows in _PLAYERS_AND_MOVES_AFTER_ONE.all_each(conn, params)
+                for rows in PLAYERS_AND_MOVES_AFTER_ONE.all_each(conn, params)
             ]
         else:
-            found = _PLAYERS_AND_MOVES_AFTER.all_each(conn, params)
+            found = PLAYERS_AND_MOVES_AFTER.all_each(conn, params)
             ordinals = [{r.i for r in rows} for rows in found]
             assert ordinals == [{1}, {2}, {3}, set(), {5}, {6}]
             many = [[tuple(r)[1:] for r in rows] for rows in found]
@@ -221,13 +227,21 @@ def test_reads_queued_from_a_loop_get_their_own_answers(games, db, new_user):
     for ply, uci in enumerate(["e2e4", "e7e5", "g1f3"], start=1):
         color = chess.WHITE if ply % 2 else chess.BLACK
         record = _record(ply, chess.Move.from_uci(uci))
-        blocking(lambda: games.play(ids[color], played, record))  # noqa: B023
+        play(games, ids[color], played, record)
     white = ids[chess.WHITE]
 
+    moves = moves_for(games)
+
+    async def spar(caller: int, game_id: int, after: int) -> list[MoveRecord]:
+        return moves_of(await moves.move_rows(game_id, after), caller, game_id, after)
+
+    async def stat(caller: int, game_id: int) -> GameStatus:
+        return status_of(await moves.game_rows(game_id), caller, game_id)
+
     async def ask() -> list[object]:
-        work = [games.moves_after(white, played, after) for after in range(4)]
-        work += [games.moves_after(stranger, played, 0), games.status(white, played)]
-        work += [games.status(white, 999_999_999)]
+        work = [spar(white, played, after) for after in range(4)]
+        work += [spar(stranger, played, 0), stat(white, played)]
+        work += [stat(white, 999_999_999)]
         return await asyncio.gather(*work, return_exceptions=True)
 
     answers = asyncio.run(ask())

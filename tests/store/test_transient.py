@@ -27,7 +27,7 @@ class FlakyGames:
 def _logged_in(games: FlakyGames) -> Session:
     from ajedrez.domain.accounts import Caller
 
-    session = Session(accounts=None, games=games)  # type: ignore[arg-type]
+    session = Session(accounts=None, games=games, moves=None)  # type: ignore[arg-type]
     session.caller = Caller(1, "ana")
     return session
 

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from ajedrez.domain.errors import Failure, StorageError
-from ajedrez.domain.games import Games, MoveJob, MoveRecord
 from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.records import MoveRecord
 from ajedrez.store import writer_process as wp
+from ajedrez.store.moves import MoveJob, Moves
 
 
 def test_frames_are_cut_where_they_end_and_a_partial_one_waits():
@@ -47,9 +48,9 @@ def test_outcomes_cross_the_link_as_they_were():
 
 
 def test_a_move_job_travels_as_its_payload(db):
-    games = Games(db)
-    job = MoveJob(games, 7, 42, MoveRecord(3, "g1f3", 0, "0621", 0), None)
-    copy = games.job_from_payload(wp._frames(bytearray(wp._frame(job.payload())))[0])
+    moves = Moves.of(db)
+    job = MoveJob(moves, 7, 42, MoveRecord(3, "g1f3", 0, "0621", 0), None)
+    copy = moves.job_from_payload(wp._frames(bytearray(wp._frame(job.payload())))[0])
     assert copy == job
 
 

@@ -1,0 +1,251 @@
+"""The SQL of challenges and games that are not a move (``moves.py`` has those): what
+the domain's ``Games`` reads and writes, one method each, within a transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import chess
+from sqlalchemy import Connection, case, delete, insert, select, update
+
+from ajedrez.domain.rules import as_move
+from ajedrez.protocol.records import STATUS_ACTIVE, STATUS_FINISHED, WINNER_BLACK, WINNER_WHITE
+from ajedrez.store import statements as st
+from ajedrez.store.models import Game, GameRequest, Move, Removal, User
+
+CHUNK = 500  # ids per statement when deleting many games
+
+
+class GameQueries:
+    conn: Connection
+    stamp: int
+
+    # -- users, as games need them ------------------------------------------------------
+
+    def user_ref(self, user_id: int) -> Any:
+        """The user's (name, active), or None."""
+        return self.conn.execute(select(User.name, User.active).where(User.id == user_id)).first()
+
+    def user_id(self, name: str) -> int | None:
+        return self.conn.scalar(select(User.id).where(User.name == name))
+
+    def active_user_id(self, name: str) -> int | None:
+        return self.conn.scalar(select(User.id).where(User.name == name, User.active.is_(True)))
+
+    def user_name(self, user_id: int) -> str | None:
+        return self.conn.scalar(select(User.name).where(User.id == user_id))
+
+    def ranking(self, limit: int) -> list[tuple[str, int]]:
+        rows = self.conn.execute(
+            select(User.name, User.wins)
+            .where(User.active.is_(True))
+            .order_by(User.wins.desc(), User.name)
+            .limit(limit)
+        ).all()
+        return [(r.name, r.wins) for r in rows]
+
+    # -- challenges ----------------------------------------------------------------------
+
+    def challenge_between(self, lo: int, hi: int) -> bool:
+        found = self.conn.scalar(
+            select(GameRequest.id).where(GameRequest.user_lo == lo, GameRequest.user_hi == hi)
+        )
+        return found is not None
+
+    def active_game_between(self, lo: int, hi: int) -> bool:
+        found = self.conn.scalar(
+            select(Game.id).where(
+                Game.user_lo == lo, Game.user_hi == hi, Game.status == STATUS_ACTIVE
+            )
+        )
+        return found is not None
+
+    def add_challenge(self, challenger_id: int, challenged_id: int) -> None:
+        lo, hi = sorted((challenger_id, challenged_id))
+        self.conn.execute(
+            insert(GameRequest).values(
+                challenger_id=challenger_id,
+                challenged_id=challenged_id,
+                user_lo=lo,
+                user_hi=hi,
+                created_at=self.stamp,
+            )
+        )
+
+    def challengers_since(self, user_id: int, since: int) -> list[str]:
+        """The users whose open challenges to ``user_id`` are at least as recent as ``since``."""
+        names = self.conn.scalars(
+            select(User.name)
+            .join(GameRequest, GameRequest.challenger_id == User.id)
+            .where(GameRequest.challenged_id == user_id, GameRequest.created_at >= since)
+            .order_by(GameRequest.created_at, User.name)
+        ).all()
+        return list(names)
+
+    def take_challenge(self, challenger_id: int, challenged_id: int) -> bool:
+        """Remove the open challenge from one to the other; False if there is none."""
+        taken = self.conn.execute(
+            delete(GameRequest)
+            .where(
+                GameRequest.challenger_id == challenger_id,
+                GameRequest.challenged_id == challenged_id,
+            )
+            .returning(GameRequest.id)
+        ).first()
+        return taken is not None
+
+    def drop_challenges_between(self, lo: int, hi: int) -> int:
+        return self.conn.execute(
+            delete(GameRequest).where(GameRequest.user_lo == lo, GameRequest.user_hi == hi)
+        ).rowcount
+
+    def drop_challenges_of(self, user_id: int) -> list[int]:
+        """Remove every open challenge the user made or received; returns the other users."""
+        closed = self.conn.execute(
+            delete(GameRequest)
+            .where((GameRequest.challenger_id == user_id) | (GameRequest.challenged_id == user_id))
+            .returning(GameRequest.challenger_id, GameRequest.challenged_id)
+        ).all()
+        return [a if b == user_id else b for a, b in closed]
+
+    def open_challenges(self, user_id: int) -> list[tuple[bool, str]]:
+        """(made by ``user_id``, the other user) of every open challenge, oldest first."""
+        rows = self.conn.execute(
+            select(GameRequest.challenger_id, User.name)
+            .join(
+                User,
+                User.id
+                == case(
+                    (GameRequest.challenger_id == user_id, GameRequest.challenged_id),
+                    else_=GameRequest.challenger_id,
+                ),
+            )
+            .where((GameRequest.challenger_id == user_id) | (GameRequest.challenged_id == user_id))
+            .order_by(GameRequest.created_at, GameRequest.id)
+        ).all()
+        return [(r.challenger_id == user_id, r.name) for r in rows]
+
+    def removals_since(self, user_id: int, since: int) -> list[tuple[str, str]]:
+        rows = self.conn.execute(
+            select(Removal.kind, Removal.subject)
+            .where(Removal.user_id == user_id, Removal.removed_at >= since)
+            .order_by(Removal.removed_at, Removal.id)
+        ).all()
+        return [(r.kind, r.subject) for r in rows]
+
+    # -- games ---------------------------------------------------------------------------
+
+    def add_game(self, white_id: int, black_id: int, fen: str) -> int:
+        lo, hi = sorted((white_id, black_id))
+        return self.conn.execute(
+            insert(Game)
+            .values(
+                white_id=white_id,
+                black_id=black_id,
+                user_lo=lo,
+                user_hi=hi,
+                status=STATUS_ACTIVE,
+                winner=0,
+                req_white=0,
+                req_black=0,
+                next_ply=1,
+                fen=fen,
+                created_at=self.stamp,
+                changed_at=self.stamp,
+            )
+            .returning(Game.id)
+        ).scalar_one()
+
+    def games_since(self, user_id: int, since: int) -> list[tuple[int, str, str, int]]:
+        """(game, opponent, opponent's colour, status) of the user's games created or
+        changed since ``since``, by game id."""
+        out: list[tuple[int, str, str, int]] = []
+        for mine, theirs, their_color in (
+            (Game.white_id, Game.black_id, "N"),
+            (Game.black_id, Game.white_id, "B"),
+        ):
+            rows = self.conn.execute(
+                select(Game.id, User.name, Game.status)
+                .join(User, User.id == theirs)
+                .where(mine == user_id, Game.changed_at >= since)
+            )
+            out += [(r.id, r.name, their_color, r.status) for r in rows]
+        out.sort()
+        return out
+
+    def game(self, game_id: int, *, lock: bool = False) -> Any:
+        """The game's row with its players' names (``GameRecord``), or None; ``lock``
+        holds it for this transaction (``FOR UPDATE``)."""
+        return (st.GAME_LOCKED if lock else st.GAME).first(self.conn, gid=game_id)
+
+    def active_games_of(self, user_id: int) -> list[Any]:
+        """The user's active games, locked in id order (one global order: no deadlock)."""
+        return list(
+            self.conn.execute(
+                st.game_select()
+                .where((Game.white_id == user_id) | (Game.black_id == user_id))
+                .where(Game.status == STATUS_ACTIVE)
+                .order_by(Game.id)
+                .with_for_update(of=Game)
+            ).all()
+        )
+
+    def moves(self, game_id: int, *, after: int = 0) -> list[chess.Move]:
+        """The game's moves after ply ``after``, in order."""
+        rows = st.MOVES_AFTER.all(self.conn, gid=game_id, after=after)
+        return [as_move(r.jugada, r.promocion) for r in rows]
+
+    def update_game(self, game_id: int, **values: object) -> None:
+        values.setdefault("changed_at", self.stamp)
+        self.conn.execute(update(Game).where(Game.id == game_id).values(**values))
+
+    def finish_game(
+        self, game_id: int, row: Any, winner: int, reason: str, **values: object
+    ) -> None:
+        """End the game (``row``: its players) with ``winner`` (a WINNER_* value) for
+        ``reason``, credit the winner's win, and set ``values`` too."""
+        if winner in (WINNER_WHITE, WINNER_BLACK):
+            winner_id = row.white_id if winner == WINNER_WHITE else row.black_id
+            self.conn.execute(update(User).where(User.id == winner_id).values(wins=User.wins + 1))
+        self.update_game(
+            game_id,
+            status=STATUS_FINISHED,
+            winner=winner,
+            end_reason=reason,
+            finished_at=self.stamp,
+            **values,
+        )
+
+    def list_games(self) -> list[Any]:
+        """Every game: id, white, black, status, winner, next_ply, changed_at, end_reason."""
+        return list(
+            self.conn.execute(
+                select(
+                    Game.id,
+                    st.White.name,
+                    st.Black.name,
+                    Game.status,
+                    Game.winner,
+                    Game.next_ply,
+                    Game.changed_at,
+                    Game.end_reason,
+                )
+                .join(st.White, st.White.id == Game.white_id)
+                .join(st.Black, st.Black.id == Game.black_id)
+                .order_by(Game.id)
+            ).all()
+        )
+
+    def finished_games(self, before: int | None) -> list[Any]:
+        """(id, white_id, black_id) of the games finished before ``before`` (all
+        finished games when None), by id."""
+        query = select(Game.id, Game.white_id, Game.black_id).where(Game.status == STATUS_FINISHED)
+        if before is not None:
+            query = query.where(Game.finished_at < before)
+        return list(self.conn.execute(query.order_by(Game.id)).all())
+
+    def delete_games(self, ids: list[int]) -> None:
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start : start + CHUNK]
+            self.conn.execute(delete(Move).where(Move.game_id.in_(chunk)))
+            self.conn.execute(delete(Game).where(Game.id.in_(chunk)))

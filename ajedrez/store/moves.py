@@ -1,0 +1,253 @@
+"""The one write path a move takes, and the queued reads of a game (STAT, SPAR).
+
+A move (JGDA) becomes a :class:`MoveJob` queued to the store (``Database.write_later``)
+and written in a batch with the others queued meanwhile: every game row of the batch is
+read at once, each move is checked by the rules (``domain/rules.py``) against its row,
+and the checked moves are stored together. The database decides what differs, one
+class each (as Alembic keeps one implementation per dialect):
+
+- :class:`SqliteMoves`: writers take turns on the database's one write lock, so a
+  move is checked on a snapshot before it is queued (a wrong move is refused at once,
+  and the batch only confirms that the row has not changed); rows are read one by one
+  and written with one ``executemany`` for the moves and one for the games.
+- :class:`PostgresMoves`: rows of a batch are read and locked in one statement, in id
+  order, so two processes' batches cannot deadlock; moves are stored in one statement.
+
+A game row is locked (``FOR UPDATE`` on PostgreSQL; the SQLite write lock covers it)
+before it is read for a change, so two sessions racing for one ply cannot both win, and
+the primary key (game, ply) of ``moves`` makes a duplicate ply impossible in any case.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from ajedrez.domain import rules
+from ajedrez.domain.errors import Conflict, Failure
+from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.records import MoveRecord
+from ajedrez.store import statements as st
+from ajedrez.store.db import Database, mapped_errors
+from ajedrez.store.tx import Tx
+
+
+@dataclass(frozen=True)
+class MoveJob:
+    """One move's write, queued to run in a batch (``Database.write_later``)."""
+
+    moves: Moves
+    caller_id: int
+    game_id: int
+    move: MoveRecord
+    plan: rules.Plan | None  # checked on a snapshot (SQLite), to be confirmed against the row
+
+    def __call__(self, tx: Tx) -> None:
+        try:
+            with mapped_errors():
+                self.moves.write_one(tx, self)
+        except Conflict:
+            raise just_played(self.game_id, self.move) from None
+
+    @staticmethod
+    def together(tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
+        return jobs[0].moves.write_batch(tx, jobs)
+
+    def payload(self) -> list[object]:
+        """The job as JSON values, for the writer process (``Moves.job_from_payload``).
+        Without the plan: the writer checks the move against the row it locks, as a
+        batch on PostgreSQL always does."""
+        m = self.move
+        return [self.caller_id, self.game_id, [m.ply, m.jugada, m.reverso, m.posicion, m.promocion]]
+
+
+class Moves:
+    """The moves of one store: queued writes and queued reads of a game."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.boards = rules.Boards(rules.BOARD_CACHE_GAMES)
+
+    @staticmethod
+    def of(db: Database) -> Moves:
+        """The implementation for ``db``'s kind of database."""
+        return SqliteMoves(db) if db.is_sqlite else PostgresMoves(db)
+
+    # -- from an event loop --------------------------------------------------------------
+
+    def play(self, caller_id: int, game_id: int, move: MoveRecord) -> asyncio.Future[None]:
+        """JGDA: the future completes when the move is durable, or fails with the reason
+        it was refused (``Failure``) or could not be stored."""
+        return self.db.write_later(self.job(caller_id, game_id, move))
+
+    def game_rows(self, game_id: int) -> asyncio.Future[list[Any]]:
+        """STAT: the game's row with its players' names (none: no such game)."""
+        return self.db.read_later(st.GAME, gid=game_id)
+
+    def move_rows(self, game_id: int, after: int) -> asyncio.Future[list[Any]]:
+        """SPAR: the game's players and its moves after ``after`` (none: no such game;
+        one with ``ply`` None: no move after it)."""
+        return self.db.read_later(st.PLAYERS_AND_MOVES_AFTER, gid=game_id, after=after)
+
+    # -- jobs ------------------------------------------------------------------------------
+
+    def job(self, caller_id: int, game_id: int, move: MoveRecord) -> MoveJob:
+        return MoveJob(self, caller_id, game_id, move, self.preplan(caller_id, game_id, move))
+
+    def job_from_payload(self, payload: list[Any]) -> MoveJob:
+        """The writer process's copy of a worker's ``MoveJob.payload()``."""
+        caller_id, game_id, move = payload
+        return MoveJob(self, int(caller_id), int(game_id), MoveRecord(*move), None)
+
+    def preplan(self, caller_id: int, game_id: int, move: MoveRecord) -> rules.Plan | None:
+        """The move checked before it is queued, where that shortens every writer's wait."""
+        return None
+
+    # -- writing (in the store's writer, within a batch's transaction) ---------------------
+
+    def write_one(self, tx: Tx, job: MoveJob) -> None:
+        """One move alone: a game's second move in a batch, a possible resend, or a
+        batch's move run again after a fault."""
+        row = st.PLAY_ROW.first(tx.conn, gid=job.game_id)
+        if row is None:
+            raise rules.no_game(job.game_id)
+        move = job.move
+        if rules.maybe_resend(row, job.caller_id, job.game_id, move):
+            last = st.MOVE_AT.first(tx.conn, gid=job.game_id, ply=move.ply)
+            if last is not None and tuple(last) == (
+                move.jugada,
+                move.reverso,
+                move.posicion,
+                move.promocion,
+            ):
+                return  # an exact resend of the move just stored: nothing to do
+        plan = self._plan(tx, job, row)
+        self.store([_move_values(tx, job, plan)], tx)
+        _finish_if_over(tx, job.game_id, row, plan)
+
+    def write_batch(self, tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
+        """A batch of moves in a few statements instead of several a move (a round trip
+        each on PostgreSQL; on SQLite a hand-back of the GIL each, while the batch holds
+        the one write lock): every game row read at once, each move checked (or the
+        check made on a snapshot confirmed), all stored together.
+
+        A game's second move in the batch, and a possible resend, run afterwards one by
+        one (``write_one``), seeing the stored moves. A refused move is refused before
+        anything is written, so it leaves nothing to undo; a database fault raises, and
+        ``Database.write_jobs`` then runs each job alone."""
+        rows = self.rows(tx, sorted({j.game_id for j in jobs}))
+        out: list[Exception | None] = [None] * len(jobs)
+        values: list[dict[str, object]] = []
+        endings = []
+        alone: list[int] = []
+        seen: set[int] = set()
+        for i, job in enumerate(jobs):
+            if job.game_id in seen:
+                alone.append(i)
+                continue
+            seen.add(job.game_id)
+            row = rows.get(job.game_id)
+            try:
+                if row is None:
+                    raise rules.no_game(job.game_id)
+                if rules.maybe_resend(row, job.caller_id, job.game_id, job.move):
+                    alone.append(i)
+                    continue
+                plan = self._plan(tx, job, row)
+            except Failure as e:
+                out[i] = e
+                continue
+            values.append(_move_values(tx, job, plan))
+            endings.append((job.game_id, row, plan))
+        self.store(values, tx)
+        for game_id, row, plan in endings:
+            _finish_if_over(tx, game_id, row, plan)
+        for i in alone:
+            try:
+                jobs[i](tx)
+            except Failure as e:
+                out[i] = e
+        return out
+
+    def _plan(self, tx: Tx, job: MoveJob, row: Any) -> rules.Plan:
+        return rules.current_plan(
+            row,
+            job.caller_id,
+            job.game_id,
+            job.move,
+            job.plan,
+            self.boards,
+            partial(tx.moves, job.game_id, after=row.base_ply),
+        )
+
+    def rows(self, tx: Tx, game_ids: list[int]) -> dict[int, Any]:
+        """The game rows a batch's moves need, by game id, locked for the batch."""
+        raise NotImplementedError
+
+    def store(self, values: list[dict[str, object]], tx: Tx) -> None:
+        """Insert checked moves and bring their games up to date (``_move_values`` each)."""
+        raise NotImplementedError
+
+
+class SqliteMoves(Moves):
+    def preplan(self, caller_id: int, game_id: int, move: MoveRecord) -> rules.Plan | None:
+        """Writers take turns (SQLite), so the check and its effects are computed before
+        the write, on a snapshot, and the write only confirms the game has not changed."""
+        with self.db.read_each() as conn:
+            row = st.PLAY_ROW.first(conn, gid=game_id)
+            if row is None or rules.maybe_resend(row, caller_id, game_id, move):
+                return None
+            stored = partial(Tx(conn, 0).moves, game_id, after=row.base_ply)
+            return rules.plan_move(row, caller_id, game_id, move, self.boards, stored)
+
+    def rows(self, tx: Tx, game_ids: list[int]) -> dict[int, Any]:
+        # Under the write lock; one short statement each costs less than a batch's.
+        return {gid: st.PLAY_ROW.first(tx.conn, gid=gid) for gid in game_ids}
+
+    def store(self, values: list[dict[str, object]], tx: Tx) -> None:
+        # SQLite has no INSERT inside WITH: one executemany for the moves, one for the games.
+        st.INSERT_MOVE.run_each(tx.conn, values)
+        st.UPDATE_AFTER_MOVE.run_each(tx.conn, values)
+
+
+class PostgresMoves(Moves):
+    def rows(self, tx: Tx, game_ids: list[int]) -> dict[int, Any]:
+        return {r.id: r for r in st.PLAY_ROWS.all(tx.conn, gids=game_ids)}
+
+    def store(self, values: list[dict[str, object]], tx: Tx) -> None:
+        st.STORE_MOVES.run_each(tx.conn, values)
+
+
+def just_played(game_id: int, move: MoveRecord) -> Failure:
+    # Another transaction stored this ply first (possible only across databases that do
+    # not honour the row lock); the client must resynchronise.
+    return Failure(Reply.F_PLY, f"ply {move.ply} of {rules.pid(game_id)} was just played")
+
+
+def _move_values(tx: Tx, job: MoveJob, plan: rules.Plan) -> dict[str, object]:
+    """The parameters of ``INSERT_MOVE``, ``UPDATE_AFTER_MOVE`` and ``STORE_MOVES``."""
+    move = job.move
+    return {
+        "m_game": job.game_id,
+        "m_ply": move.ply,
+        "m_jugada": move.jugada,
+        "m_reverso": move.reverso,
+        "m_posicion": move.posicion,
+        "m_promocion": move.promocion,
+        "m_san": plan.san,
+        "m_at": tx.stamp,
+        "gid": job.game_id,
+        "g_next": move.ply + 1,
+        "g_fen": plan.fen,
+        "g_changed": tx.stamp,
+        "g_base_ply": plan.base_ply,
+        "g_base_fen": plan.base_fen,
+    }
+
+
+def _finish_if_over(tx: Tx, game_id: int, row: Any, plan: rules.Plan) -> None:
+    if plan.outcome is not None:
+        winner = rules.winner_code(plan.outcome.winner)
+        tx.finish_game(game_id, row, winner, rules.ending_name(plan.outcome.termination))

@@ -1,0 +1,190 @@
+"""The hot statements: those of a move, a STAT and a SPAR, built and compiled once
+(``prepared.py``). For these small statements SQLAlchemy's statement building and
+execution cost more than the database's own work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    Integer,
+    Select,
+    and_,
+    any_,
+    bindparam,
+    cast,
+    func,
+    insert,
+    select,
+    true,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import aliased
+
+from ajedrez.store.models import Game, Move, User
+from ajedrez.store.prepared import Prepared, PreparedMany
+
+White = aliased(User)
+Black = aliased(User)
+
+
+def game_select() -> Select[Game, str, str]:
+    return (
+        select(Game, White.name.label("white"), Black.name.label("black"))
+        .join(White, White.id == Game.white_id)
+        .join(Black, Black.id == Game.black_id)
+    )
+
+
+# Built and compiled once (store/prepared.py): for these small statements, SQLAlchemy's
+# statement building and execution cost more than the database's work.
+GAME = Prepared(game_select().where(Game.id == bindparam("gid")))
+GAME_LOCKED = Prepared(game_select().where(Game.id == bindparam("gid")).with_for_update(of=Game))
+PLAY_ROW = Prepared(
+    select(
+        Game.white_id,
+        Game.black_id,
+        Game.status,
+        Game.winner,
+        Game.req_white,
+        Game.req_black,
+        Game.next_ply,
+        Game.fen,
+        Game.base_ply,
+        Game.base_fen,
+        Game.end_reason,
+    )
+    .where(Game.id == bindparam("gid"))
+    .with_for_update()
+)
+# A batch of moves (store/moves.py): every game row locked in id order.
+PLAY_ROWS = Prepared(
+    select(Game.id, *PLAY_ROW.statement.selected_columns)
+    .where(Game.id == any_(bindparam("gids", type_=ARRAY(Integer))))
+    .order_by(Game.id)
+    .with_for_update()
+)
+MOVE_AT = Prepared(
+    select(Move.jugada, Move.reverso, Move.posicion, Move.promocion).where(
+        Move.game_id == bindparam("gid"), Move.ply == bindparam("ply")
+    )
+)
+MOVES_AFTER = Prepared(
+    select(Move.ply, Move.jugada, Move.reverso, Move.posicion, Move.promocion)
+    .where(Move.game_id == bindparam("gid"), Move.ply > bindparam("after"))
+    .order_by(Move.ply)
+)
+# SPAR in one round trip: the game's players (for the access check) with its new moves.
+PLAYERS_AND_MOVES_AFTER_ONE = Prepared(
+    select(
+        Game.white_id,
+        Game.black_id,
+        Move.ply,
+        Move.jugada,
+        Move.reverso,
+        Move.posicion,
+        Move.promocion,
+    )
+    .select_from(Game)
+    .outerjoin(Move, and_(Move.game_id == Game.id, Move.ply > bindparam("after")))
+    .where(Game.id == bindparam("gid"))
+    .order_by(Move.ply)
+)
+INSERT_MOVE = Prepared(
+    insert(Move).values(
+        game_id=bindparam("m_game"),
+        ply=bindparam("m_ply"),
+        jugada=bindparam("m_jugada"),
+        reverso=bindparam("m_reverso"),
+        posicion=bindparam("m_posicion"),
+        promocion=bindparam("m_promocion"),
+        san=bindparam("m_san"),
+        created_at=bindparam("m_at"),
+    )
+)
+UPDATE_AFTER_MOVE = Prepared(
+    update(Game)
+    .where(Game.id == bindparam("gid"))
+    .values(
+        next_ply=bindparam("g_next"),
+        fen=bindparam("g_fen"),
+        changed_at=bindparam("g_changed"),
+        base_ply=bindparam("g_base_ply"),
+        base_fen=bindparam("g_base_fen"),
+    )
+)
+
+
+def _array(name: str, column: Any) -> Any:
+    """A parameter bound to an array of ``column``'s values (``PreparedMany``)."""
+    return cast(bindparam(name), ARRAY(column.type))
+
+
+# PostgreSQL: many SPARs in one statement (the reader thread's batch). The moves are
+# read in a LATERAL subquery kept apart by OFFSET 0: otherwise the planner may join
+# ``moves`` as a whole (a generic plan guesses the unnest's size) and check ``ply >
+# after`` row by row, a cost that grows with the games' length, or with the table.
+_SPAR_QUERIES = (
+    func.unnest(_array("gid", Game.id), _array("after", Move.ply))
+    .table_valued("gid", "after", with_ordinality="i")
+    .render_derived(name="q")
+)
+_SPAR_MOVES = (
+    select(Move.ply, Move.jugada, Move.reverso, Move.posicion, Move.promocion)
+    .where(Move.game_id == _SPAR_QUERIES.c.gid, Move.ply > _SPAR_QUERIES.c.after)
+    .offset(0)
+    .lateral("m")
+)
+PLAYERS_AND_MOVES_AFTER = PreparedMany(
+    select(_SPAR_QUERIES.c.i, Game.white_id, Game.black_id, *_SPAR_MOVES.c)
+    .select_from(_SPAR_QUERIES)
+    .join(Game, Game.id == _SPAR_QUERIES.c.gid)
+    .outerjoin(_SPAR_MOVES, true())
+    .order_by(_SPAR_QUERIES.c.i, _SPAR_MOVES.c.ply),
+    each=("gid", "after"),
+    alone=PLAYERS_AND_MOVES_AFTER_ONE,
+)
+
+# PostgreSQL: moves (a batch's, or one) inserted and their games updated in one statement.
+_MOVE_FIELDS = (
+    ("m_game", Move.game_id),
+    ("m_ply", Move.ply),
+    ("m_jugada", Move.jugada),
+    ("m_reverso", Move.reverso),
+    ("m_posicion", Move.posicion),
+    ("m_promocion", Move.promocion),
+    ("m_san", Move.san),
+    ("g_fen", Game.fen),
+    ("g_base_ply", Game.base_ply),
+    ("g_base_fen", Game.base_fen),
+)
+_NEW_MOVES = (
+    func.unnest(*(_array(name, column) for name, column in _MOVE_FIELDS))
+    .table_valued(*(name for name, _ in _MOVE_FIELDS))
+    .render_derived(name="v")
+)
+STORE_MOVES = PreparedMany(
+    update(Game)
+    .where(Game.id == _NEW_MOVES.c.m_game)
+    .values(
+        next_ply=_NEW_MOVES.c.m_ply + 1,
+        fen=_NEW_MOVES.c.g_fen,
+        changed_at=bindparam("g_changed"),
+        base_ply=_NEW_MOVES.c.g_base_ply,
+        base_fen=_NEW_MOVES.c.g_base_fen,
+    )
+    .add_cte(
+        insert(Move)
+        .from_select(
+            [column.key for _, column in _MOVE_FIELDS[:7]] + ["created_at"],
+            select(
+                *(_NEW_MOVES.c[name] for name, _ in _MOVE_FIELDS[:7]),
+                bindparam("m_at", type_=Move.created_at.type),
+            ),
+        )
+        .cte("stored")
+    ),
+    each=tuple(name for name, _ in _MOVE_FIELDS),
+)
