@@ -273,6 +273,10 @@ class Cache:
         rows = self.db.execute("SELECT name, direction FROM challenges ORDER BY seen_at, name")
         return [(r["name"], r["direction"]) for r in rows]
 
+    def challenge_names(self, direction: str) -> list[str]:
+        """The users of the challenges received ('in') or sent ('out'), oldest first."""
+        return [name for name, way in self.challenges() if way == direction]
+
     # -- games and moves -----------------------------------------------------------
 
     def store_status(self, st: GameStatus) -> None:

@@ -143,7 +143,7 @@ def sync_all(client: Client, cache: Cache, *, full: bool = False) -> SyncReport:
     fecha, challengers = client.tran(since)
     challenges = client.soli()
     with cache.transaction():
-        held = {name for name, way in cache.challenges() if way == "in"}
+        held = set(cache.challenge_names("in"))
         received = [c.user for c in challenges if c.received]
         cache.replace_challenges(received, [c.user for c in challenges if not c.received])
         report.new_challenges = [n for n in dict.fromkeys(challengers) if n not in held]

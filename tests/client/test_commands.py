@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from ajedrez.admin import cli as admin_cli
-from ajedrez.client import cli
+from ajedrez.client import app, cli
 from tests.client.conftest import free_port, start_game
 from tests.support.common import PASSWORD, ROOT, unique_name
 from tests.support.server import admin
@@ -240,7 +240,7 @@ def test_docs_describe_every_subcommand():
 
 
 def test_ctrl_c_is_status_1_as_for_ajedrez_admin(monkeypatch, tmp_path):
-    def interrupted(_app: cli.App) -> int:
+    def interrupted(_app: app.App) -> int:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "cmd_config", interrupted)
@@ -253,7 +253,7 @@ def test_ctrl_c_is_status_1_as_for_ajedrez_admin(monkeypatch, tmp_path):
 
 def test_the_two_commands_give_the_same_status_to_the_same_case():
     # refused, bad usage, what the command works on cannot be reached (docs/client.md)
-    assert (cli.EXIT_FAILED, cli.EXIT_USAGE, cli.EXIT_UNREACHABLE) == (
+    assert (app.EXIT_FAILED, app.EXIT_USAGE, app.EXIT_UNREACHABLE) == (
         admin_cli.EXIT_REFUSED,
         admin_cli.EXIT_USAGE,
         admin_cli.EXIT_DATABASE,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ajedrez.client import Client, NotEspol, cli
-from ajedrez.client.cli import EXIT_NOT_ESPOL, EXIT_UNREACHABLE, EXIT_USAGE
+from ajedrez.client import Client, NotEspol, app
+from ajedrez.client.app import EXIT_NOT_ESPOL, EXIT_UNREACHABLE, EXIT_USAGE
 from ajedrez.client.config import ConfigError, parse_server
 from tests.client.conftest import Machine, free_port
 from tests.support.common import ROOT
@@ -119,7 +119,7 @@ def test_command_says_the_other_end_does_not_speak_espol(redis_like, tmp_path: P
 
 def test_every_exit_status_is_documented_once():
     docs = (ROOT / "docs" / "client.md").read_text(encoding="utf-8")
-    statuses = {v for k, v in vars(cli).items() if k.startswith("EXIT_")}
-    assert len(statuses) == len([k for k in vars(cli) if k.startswith("EXIT_")])  # distinct
+    statuses = {v for k, v in vars(app).items() if k.startswith("EXIT_")}
+    assert len(statuses) == len([k for k in vars(app) if k.startswith("EXIT_")])  # distinct
     for status in statuses:
         assert docs.count(f"\n| {status} | ") == 1, status

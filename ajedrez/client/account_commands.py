@@ -1,0 +1,75 @@
+"""The commands about the account and this machine's settings: subscribe, unsubscribe,
+config."""
+
+from __future__ import annotations
+
+from ajedrez.client.app import EXIT_OK, EXIT_USAGE, App, CliError
+from ajedrez.client.config import save_config
+from ajedrez.client.errors import NameTaken
+
+
+def cmd_subscribe(app: App) -> int:
+    user = app.user
+    password = app.password(confirm=True)
+    with app.connect() as client:
+        try:
+            client.subs(user, password, app.args.comment or "")
+        except NameTaken as e:
+            raise CliError(
+                f"the name '{user}' is taken or already requested at {app.settings.server} "
+                f"({e.code} {e.name})"
+            ) from None
+        except ValueError as e:
+            raise CliError(str(e), EXIT_USAGE) from None
+        client.quit()
+    app.say(
+        f"Subscription request for {user} sent to {app.settings.server}. "
+        "The administrator must approve it (ajedrez-admin subs approve "
+        f"{user}) before you can log in."
+    )
+    return EXIT_OK
+
+
+def cmd_unsubscribe(app: App) -> int:
+    user = app.user
+    if not app.args.yes:
+        if not app.stdin.isatty():
+            raise CliError("closing an account cannot be undone: add --yes to confirm", EXIT_USAGE)
+        answer = input(f"Close the account {user} at {app.settings.server}? Type its name: ")
+        if answer.strip() != user:
+            raise CliError("not confirmed; nothing done")
+    with app.session() as client:
+        client.unsu(user, app.password())
+    app.say(
+        f"Account {user} closed at {app.settings.server}; its active games are lost. "
+        f"The local data stays in {app.cache_file} (delete it if you like)."
+    )
+    return EXIT_OK
+
+
+def cmd_config(app: App) -> int:
+    s = app.settings
+    if app.args.save:
+        values: dict[str, object] = {}
+        if app.args.server:
+            values["server"] = s.server
+        if app.args.user:
+            values["user"] = app.args.user
+        if app.args.data_dir:
+            values["data_dir"] = str(s.data_dir)
+        if app.args.tls or app.args.tls_ca:
+            values["tls"] = True
+        if app.args.tls_ca:
+            values["tls_ca"] = str(s.tls_ca)
+        if not values:
+            raise CliError("nothing to save: give --server, --user or --data-dir", EXIT_USAGE)
+        save_config(s.config_path, values)
+        app.say(f"Saved to {s.config_path}.")
+    app.say(f"config file: {s.config_path}{'' if s.config_path.exists() else ' (none)'}")
+    app.say(f"server:      {s.server}")
+    app.say(f"user:        {s.user or '(not set)'}")
+    app.say(f"data dir:    {s.data_dir}")
+    app.say(f"tls:         {'yes' if s.tls else 'no'}{f' (CA {s.tls_ca})' if s.tls_ca else ''}")
+    if s.user:
+        app.say(f"local data:  {app.cache_file}")
+    return EXIT_OK

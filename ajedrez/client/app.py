@@ -1,0 +1,204 @@
+"""What every command of ``ajedrez`` shares: the exit statuses, the error that ends a
+command with one line for the user, and :class:`App`, which resolves the settings and opens
+the local data and the connection to the server."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import ssl
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from ajedrez.client.cache import Cache, cache_path
+from ajedrez.client.config import ConfigError, Settings, resolve
+from ajedrez.client.errors import ConnectionLost, NoSuchUser, Unreachable, WrongPassword
+from ajedrez.client.output import ago
+from ajedrez.client.protocol import Client, game_id
+from ajedrez.client.sync import sync_all
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # refused: by the server or by a local check (illegal move, not your turn)
+EXIT_USAGE = 2  # bad options or configuration
+EXIT_UNREACHABLE = 3  # no server, or the connection broke
+EXIT_AUTH = 4  # wrong password, unknown or unapproved user
+EXIT_SERVER = 5  # the server could not do it now (4xx/5xx): try again later
+EXIT_NOT_ESPOL = 6  # the other end is not an ESPOL server (wrong host or port)
+
+
+class CliError(Exception):
+    """One line for the user, and the exit status."""
+
+    def __init__(self, message: str, status: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class App:
+    args: argparse.Namespace
+    env: Mapping[str, str]
+    out: TextIO
+    err: TextIO
+    stdin: TextIO
+    _settings: Settings | None = None
+    _password: str | None = None
+
+    # -- settings, cache, connection ---------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            try:
+                self._settings = resolve(
+                    server=self.args.server,
+                    user=self.args.user,
+                    data_dir=self.args.data_dir,
+                    config=self.args.config,
+                    timeout=self.args.timeout,
+                    env=self.env,
+                    tls=self.args.tls,
+                    tls_ca=self.args.tls_ca,
+                )
+            except ConfigError as e:
+                raise CliError(str(e), EXIT_USAGE) from None
+        return self._settings
+
+    @property
+    def user(self) -> str:
+        user = self.settings.user
+        if not user:
+            raise CliError(
+                'no user: give --user NAME, set AJEDREZ_USER, or put user = "NAME" in '
+                f"{self.settings.config_path}",
+                EXIT_USAGE,
+            )
+        return user
+
+    @property
+    def cache_file(self) -> Path:
+        s = self.settings
+        return cache_path(s.data_dir, s.host, s.port, self.user)
+
+    def open_cache(self, *, create: bool) -> Cache:
+        path = self.cache_file
+        if not create and not path.exists():
+            raise CliError(
+                f"no local data for {self.user} at {self.settings.server} yet: "
+                "run `ajedrez sync` first"
+            )
+        try:
+            return Cache(path)
+        except OSError as e:
+            raise CliError(f"cannot open the local data {path}: {e}") from None
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.out)
+
+    def warn(self, text: str) -> None:
+        print(f"ajedrez: {text}", file=self.err)
+
+    def trace(self) -> Callable[[str], None] | None:
+        if not self.args.verbose:
+            return None
+        return lambda line: print(f"ajedrez: {line}", file=self.err)
+
+    def password(self, *, confirm: bool = False) -> str:
+        if self._password is not None:
+            return self._password
+        if self.args.password_stdin:
+            line = self.stdin.readline()
+            password = line.rstrip("\r\n")
+            if not password:
+                raise CliError("--password-stdin: no password on standard input", EXIT_USAGE)
+        elif self.env.get("AJEDREZ_PASSWORD"):
+            password = self.env["AJEDREZ_PASSWORD"]
+        elif self.stdin.isatty():
+            prompt = f"Password for {self.user} at {self.settings.server}: "
+            password = getpass.getpass(prompt)
+            if confirm and getpass.getpass("Again: ") != password:
+                raise CliError("the two passwords differ", EXIT_USAGE)
+        else:
+            raise CliError(
+                "no password: set AJEDREZ_PASSWORD, pass --password-stdin, "
+                "or run in a terminal to be asked",
+                EXIT_USAGE,
+            )
+        self._password = password
+        return password
+
+    def connect(self) -> Client:
+        s = self.settings
+        tls = None
+        if s.tls:
+            try:
+                tls = ssl.create_default_context(cafile=str(s.tls_ca) if s.tls_ca else None)
+            except (OSError, ssl.SSLError) as e:
+                raise CliError(f"cannot use the CA file {s.tls_ca}: {e}", EXIT_USAGE) from None
+        return Client(s.host, s.port, timeout=s.timeout, trace=self.trace(), tls=tls)
+
+    @contextmanager
+    def session(self) -> Iterator[Client]:
+        """A logged-in connection, closed with QUIT at the end."""
+        user = self.user
+        client = self.connect()
+        try:
+            try:
+                client.login(user, self.password())
+            except WrongPassword as e:
+                raise CliError(
+                    f"wrong password for {user} at {self.settings.server} ({e.code} {e.name})",
+                    EXIT_AUTH,
+                ) from None
+            except NoSuchUser as e:
+                raise CliError(
+                    f"no active user '{user}' at {self.settings.server}: check --user; a new "
+                    "subscription works only once the administrator approves it "
+                    f"({e.code} {e.name})",
+                    EXIT_AUTH,
+                ) from None
+            except ValueError as e:
+                raise CliError(str(e), EXIT_USAGE) from None
+            yield client
+        finally:
+            client.quit()
+
+    def resolve_game(self, cache: Cache | None, text: str) -> str:
+        """A game id from ``P0000012``, ``12``, or an opponent's name (their latest game)."""
+        try:
+            return game_id(text)
+        except ValueError:
+            pass
+        games = [g for g in (cache.games() if cache else []) if g.opponent == text]
+        if not games:
+            raise CliError(
+                f"no game with '{text}' in the local data: give a game id (P0000001), "
+                "or run `ajedrez sync`"
+            )
+        games.sort(key=lambda g: (g.status == 0, g.id))
+        return games[-1].id
+
+    def age_line(self, synced_at: int | None, *, stream: TextIO | None = None) -> None:
+        when = ago(synced_at)
+        text = (
+            f"(data from sync {when}; `ajedrez sync` to refresh)"
+            if synced_at is not None
+            else "(no sync yet: run `ajedrez sync`)"
+        )
+        print(text, file=stream or self.out)
+
+    def maybe_sync(self, cache: Cache, then: Callable[[Client], None] | None = None) -> None:
+        """For read commands with --sync: refresh (and ``then`` on the same connection), or
+        go on with the cached data offline."""
+        if not getattr(self.args, "sync", False):
+            return
+        try:
+            with self.session() as client:
+                sync_all(client, cache)
+                if then is not None:
+                    then(client)
+        except (Unreachable, ConnectionLost) as e:
+            self.warn(f"{e}; showing the cached data")

@@ -1,0 +1,242 @@
+"""The commands that play: challenge, accept, decline, move, draw, resign, claim. Each
+logs in, acts, and brings the game or the challenges in the local data up to date."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+
+from ajedrez.client.app import EXIT_OK, EXIT_USAGE, App, CliError
+from ajedrez.client.cache import Cache
+from ajedrez.client.chessboard import MoveInputError, color_name, jgda_for, parse_move, render_board
+from ajedrez.client.errors import (
+    ClientError,
+    ConnectionLost,
+    NoChallenge,
+    NoSuchGame,
+    NoSuchUser,
+    StalePly,
+)
+from ajedrez.client.output import finished_message, numbered
+from ajedrez.client.protocol import Client
+from ajedrez.client.sync import board_of, record_own_move, sync_game
+from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.records import BLACK, WHITE, GameStatus, MoveRecord
+
+
+def parse_color(text: str) -> str:
+    words = {"white": WHITE, "blancas": WHITE, "black": BLACK, "negras": BLACK}
+    if text in (WHITE, BLACK):
+        return text
+    if text.lower() in words:
+        return words[text.lower()]
+    raise CliError(f"invalid colour {text!r}: B (white, blancas) or N (black, negras)", EXIT_USAGE)
+
+
+def cmd_challenge(app: App) -> int:
+    target = app.args.target
+    with app.open_cache(create=True) as cache, app.session() as client:
+        try:
+            client.juego(target)
+        except NoSuchUser as e:
+            raise CliError(f"no active user '{target}' to challenge ({e.code} {e.name})") from None
+        with cache.transaction():
+            cache.add_challenges([target], "out")
+    app.say(
+        f"Challenge sent to {target}. When {target} accepts, the game appears after "
+        "`ajedrez sync` (`ajedrez games`)."
+    )
+    return EXIT_OK
+
+
+def cmd_accept(app: App) -> int:
+    target = app.args.target
+    color = parse_color(app.args.color)
+    with app.open_cache(create=True) as cache, app.session() as client:
+        try:
+            gid = client.acep(color, target)
+        except NoChallenge as e:
+            with cache.transaction():
+                cache.remove_challenges(target, "in")
+            raise CliError(
+                f"no open challenge from '{target}' to you ({e.code} {e.name}); "
+                "`ajedrez challenges --sync` lists the open ones"
+            ) from None
+        with cache.transaction():
+            cache.remove_challenges(target)
+        sync_game(client, cache, gid)
+    first = "Your move" if color == WHITE else f"{target} moves first"
+    app.say(
+        f"Game {gid} started: you play {color_name(color)} against {target}. {first}"
+        + (f": ajedrez move {gid} MOVE" if color == WHITE else ".")
+    )
+    return EXIT_OK
+
+
+def cmd_decline(app: App) -> int:
+    target = app.args.target
+    with app.open_cache(create=True) as cache, app.session() as client:
+        try:
+            client.decl(target)
+        except NoChallenge as e:
+            with cache.transaction():
+                cache.remove_challenges(target)
+            raise CliError(
+                f"no open challenge between you and '{target}' ({e.code} {e.name})"
+            ) from None
+        with cache.transaction():
+            cache.remove_challenges(target)
+    app.say(f"Challenge between you and {target} removed.")
+    return EXIT_OK
+
+
+def fresh_game(client: Client, cache: Cache, gid: str) -> GameStatus:
+    try:
+        return sync_game(client, cache, gid).status
+    except NoSuchGame as e:
+        held = cache.game(gid)
+        if held is not None and e.code == Reply.F_NOGAME:
+            with cache.transaction():
+                cache.mark_removed(gid)
+            raise CliError(f"{gid} was removed from the server by its administrator") from None
+        raise CliError(f"{naming(gid, e.reason)} ({e.code} {e.name})") from None
+
+
+def naming(gid: str, reason: str) -> str:
+    """The server's reason, prefixed with the game id unless it names it already."""
+    return reason if gid in reason else f"{gid}: {reason}"
+
+
+def game_to_play(app: App, cache: Cache) -> str:
+    """The id of the game the command names. A game the local copy knows has ended stays
+    ended (a game id is never given twice): say so without asking the server, which also
+    works offline."""
+    gid = app.resolve_game(cache, app.args.game)
+    g = cache.game(gid)
+    if g is not None and not g.status_record.active:
+        raise CliError(finished_message(cache, g.status_record))
+    return gid
+
+
+def active_game(client: Client, cache: Cache, gid: str) -> GameStatus:
+    """The game's status fresh from the server, refusing the command when it has ended."""
+    st = fresh_game(client, cache, gid)
+    if not st.active:
+        raise CliError(finished_message(cache, st))
+    return st
+
+
+def cmd_move(app: App) -> int:
+    with app.open_cache(create=True) as cache:
+        gid = game_to_play(app, cache)
+        with app.session() as client:
+            st = active_game(client, cache, gid)
+            opp = st.opponent
+            if st.turn != st.color:
+                raise CliError(
+                    f"not your turn in {gid}: {opp} ({color_name(st.turn)}) is to move; "
+                    "`ajedrez sync` later to see their move"
+                )
+            offer = st.draw_offered_by
+            if offer == st.color:
+                raise CliError(
+                    f"your draw offer in {gid} is pending: {opp} must answer it before play goes on"
+                )
+            if offer is not None:
+                raise CliError(
+                    f"{opp} offers a draw in {gid}: answer first with "
+                    f"`ajedrez draw accept {gid}` or `ajedrez draw decline {gid}`"
+                )
+            board = board_of(cache, gid)
+            try:
+                move = parse_move(board, app.args.move)
+            except MoveInputError as e:
+                raise CliError(f"illegal move in {gid}: {e}") from None
+            j = jgda_for(board, move)
+            try:
+                _send_move(app, client, gid, j.ply, j.jugada, j.posicion, j.promocion)
+            except StalePly as e:
+                fresh_game(client, cache, gid)
+                raise CliError(
+                    f"{naming(gid, e.reason)}: the game changed meanwhile; look with "
+                    f"`ajedrez show {gid}` and play again"
+                ) from None
+            record_own_move(
+                cache, gid, MoveRecord(j.ply, j.jugada, 0, j.posicion, j.promocion), j.san
+            )
+            # The move is stored; if this fails, the status comes with the next sync.
+            with suppress(ClientError):
+                st = fresh_game(client, cache, gid)
+        app.say(f"{gid}: you played {numbered(j.ply, j.san)} ({j.jugada}).")
+        if not st.active:
+            app.say(finished_message(cache, st))
+        else:
+            app.say(f"{opp} to move.")
+        if app.args.show:
+            board = board_of(cache, gid)
+            app.say()
+            app.say(render_board(board, bottom=st.color, coordinates=True, last_move=board.peek()))
+    return EXIT_OK
+
+
+def _send_move(
+    app: App, client: Client, gid: str, ply: int, jugada: str, posicion: str, promocion: int
+) -> None:
+    """JGDA; when the connection breaks before the reply, resend once on a new connection
+    (the server answers an exact resend of the move just stored with success)."""
+    try:
+        client.jgda(gid, ply, jugada, posicion, promocion)
+        return
+    except ConnectionLost as e:
+        app.warn(f"{e}; sending the move again")
+    with app.session() as again:
+        again.jgda(gid, ply, jugada, posicion, promocion)
+
+
+def cmd_draw(app: App) -> int:
+    with app.open_cache(create=True) as cache:
+        gid = game_to_play(app, cache)
+        with app.session() as client:
+            st = active_game(client, cache, gid)
+            opp = st.opponent
+            if app.args.action == "offer":
+                client.tbls(gid, opp)
+                msg = (
+                    f"Draw offered to {opp} in {gid}. Neither of you can move until {opp} answers."
+                )
+            else:
+                accept = app.args.action == "accept"
+                client.rtbl(gid, accept, opp)
+                msg = (
+                    f"Draw agreed in {gid}: the game is over, 1/2-1/2."
+                    if accept
+                    else f"Draw offer declined in {gid}; play goes on."
+                )
+            fresh_game(client, cache, gid)
+    app.say(msg)
+    return EXIT_OK
+
+
+def cmd_resign(app: App) -> int:
+    with app.open_cache(create=True) as cache:
+        gid = game_to_play(app, cache)
+        if not app.args.yes and app.stdin.isatty():
+            answer = input(f"Resign {gid}? [y/N] ")
+            if answer.strip().lower() not in ("y", "yes", "s", "si", "sí"):
+                raise CliError("not confirmed; nothing done")
+        with app.session() as client:
+            st = active_game(client, cache, gid)
+            client.rend(gid, st.opponent)
+            fresh_game(client, cache, gid)
+    app.say(f"You resigned {gid}; {st.opponent} wins.")
+    return EXIT_OK
+
+
+def cmd_claim(app: App) -> int:
+    with app.open_cache(create=True) as cache:
+        gid = game_to_play(app, cache)
+        with app.session() as client:
+            st = active_game(client, cache, gid)
+            client.finp(gid, st.opponent)
+            st = fresh_game(client, cache, gid)
+        app.say(f"Draw claimed: {finished_message(cache, st)}")
+    return EXIT_OK
