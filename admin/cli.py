@@ -33,8 +33,9 @@ from ajedrez.domain.games import GameListing, Games
 from ajedrez.protocol import fields as values
 from ajedrez.protocol.records import STATUS_FINISHED
 from ajedrez.store import audit
-from ajedrez.store.db import BadURL, Database, parse_url, redact, resolve_url, sqlite_file
+from ajedrez.store.db import Database
 from ajedrez.store.migrate import is_current, upgrade
+from ajedrez.store.urls import BadURL, parse_url, redact, resolve_url, sqlite_file
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2

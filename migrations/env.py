@@ -5,8 +5,9 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, text
 
-from ajedrez.store.db import Database, resolve_url
+from ajedrez.store.db import Database
 from ajedrez.store.models import Base
+from ajedrez.store.urls import resolve_url
 
 config = context.config
 target_metadata = Base.metadata

@@ -19,9 +19,10 @@ from ajedrez.server import loops
 from ajedrez.server.prefork import Listeners, Master, open_listener
 from ajedrez.server.reactor import LISTEN_BACKLOG, Reactor, tls_context
 from ajedrez.server.settings import Settings, SettingsError, add_arguments, load
-from ajedrez.store.db import BadURL, Database, redact, resolve_url
+from ajedrez.store.db import Database
 from ajedrez.store.migrate import upgrade
 from ajedrez.store.moves import Moves
+from ajedrez.store.urls import BadURL, redact, resolve_url
 from ajedrez.store.writer_process import (
     WriterClient,
     open_writer_listener,
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     log.info("event loop: %s", settings.event_loop)
     if settings.workers > 1:
         db.dispose()  # each worker opens its own: no connection may cross a fork
-        return _serve_workers(settings, url, tls, sqlite=db.is_sqlite)
+        return _serve_workers(settings, url, tls, writer_process=db.uses_writer_process)
     try:
         return loops.run(_serve(settings, db, tls), settings.event_loop)
     finally:
@@ -110,7 +111,7 @@ def _database(url: str, settings: Settings) -> Database:
 
 
 def _serve_workers(
-    settings: Settings, url: str, tls: ssl.SSLContext | None, *, sqlite: bool
+    settings: Settings, url: str, tls: ssl.SSLContext | None, *, writer_process: bool
 ) -> int:
     listeners: Listeners = {}
     ports = [("plain", settings.port)]
@@ -124,9 +125,9 @@ def _serve_workers(
         return 1
     _log_listening([(kind, *sock.getsockname()[:2]) for kind, sock in listeners.items()])
 
-    # PostgreSQL: one process commits every worker's moves (storage/writer_process.py).
+    # PostgreSQL: one process commits every worker's moves (store/writer_process.py).
     writer: tuple[bytes, socket.socket] | None = None
-    if not sqlite:
+    if writer_process:
         address = writer_address()
         writer = address, open_writer_listener(address)
 

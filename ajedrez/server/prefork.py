@@ -6,7 +6,7 @@ the usual asyncio reactor on the inherited sockets, with its own database connec
 each new connection to whichever worker accepts it first: a busy worker takes fewer.
 SIGTERM or SIGINT to the master stops every worker gracefully; a worker that dies
 otherwise is replaced, unless workers keep dying as soon as they start. On PostgreSQL
-the master also runs the writer process (``storage/writer_process.py``), supervised the
+the master also runs the writer process (``store/writer_process.py``), supervised the
 same way.
 """
 
@@ -64,7 +64,7 @@ class Master:
         run_writer: Callable[[], int] | None = None,
     ) -> None:
         """``run_writer``: a process started before the workers, and replaced like them
-        if it dies (PostgreSQL's writer process, ``storage/writer_process.py``)."""
+        if it dies (PostgreSQL's writer process, ``store/writer_process.py``)."""
         self.workers = workers
         self.run_writer = run_writer
         self.stop_grace = stop_grace

@@ -72,8 +72,9 @@ class Moves:
 
     @staticmethod
     def of(db: Database) -> Moves:
-        """The implementation for ``db``'s kind of database."""
-        return SqliteMoves(db) if db.is_sqlite else PostgresMoves(db)
+        """The implementation for ``db``: where writers take turns, moves are checked
+        before they queue."""
+        return SqliteMoves(db) if db.serializes_writes else PostgresMoves(db)
 
     # -- from an event loop --------------------------------------------------------------
 

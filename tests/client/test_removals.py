@@ -69,7 +69,7 @@ def test_a_full_sync_marks_games_the_server_no_longer_lists(own_server, machine,
     a("move", gid, "e4")
     a("sync")
     # A game the server lost without a record (removed by hand): only a full sync can tell.
-    with games.db.write() as tx:
+    with games.store.write() as tx:
         tx.conn.execute(text("DELETE FROM moves WHERE game_id = :g"), {"g": int(gid[1:])})
         tx.conn.execute(text("DELETE FROM games WHERE id = :g"), {"g": int(gid[1:])})
     a("sync")

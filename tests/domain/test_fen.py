@@ -1,4 +1,4 @@
-"""``service/fen.py`` against python-chess's own ``Board.fen()``: the stored FEN must be
+"""``domain/fen.py`` against python-chess's own ``Board.fen()``: the stored FEN must be
 the very same text, or a kept board would never match its game row again."""
 
 from __future__ import annotations

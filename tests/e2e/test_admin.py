@@ -23,9 +23,10 @@ import pytest
 
 from ajedrez.admin.cli import main
 from ajedrez.domain.accounts import Accounts
-from ajedrez.store import audit
-from ajedrez.store.db import Database, redact
+from ajedrez.store.db import Database
 from ajedrez.store.migrate import is_current
+from ajedrez.store.tx import Tx
+from ajedrez.store.urls import redact
 from tests.support.admin import (
     Result,
     answered,
@@ -169,7 +170,7 @@ def test_a_change_and_its_record_are_one_transaction(cli, db, monkeypatch):
     def fail(*_args: object) -> None:
         raise RuntimeError("the audit trail cannot be written")
 
-    monkeypatch.setattr(audit, "record", fail)
+    monkeypatch.setattr(Tx, "audit", fail)
     name = unique_name("aud")
     r = cli("users", "add", name, stdin="x\n")
     assert_error(r, 3, "the audit trail cannot be written")

@@ -199,7 +199,7 @@ def test_users_remove_forfeits_active_games(cli, new_user, accounts, games, db):
     assert r.out == f"user {black} removed; 1 active game forfeited: {pid(game_id)}\n"
     st = status(games, w.id, game_id)
     assert (st.status, st.ganador) == (2, 1)  # finished, white won
-    assert st.req_black == 3  # the leaver counts as resigned
+    assert st.solicitud_negras == 3  # the leaver counts as resigned
     assert user_row(db, white).wins == 1
     assert games.challengers_since(t.id, 0)[1] == []
 
@@ -223,7 +223,7 @@ def test_users_remove_names_every_forfeited_game(cli, new_user, accounts, games)
     assert_ok(r)
     both = f"{pid(ids[0])}, {pid(ids[1])}"
     assert r.out == f"user {leaver} removed; 2 active games forfeited: {both}\n"
-    assert [row.detail for row in audit_rows(accounts.db, leaver)] == [
+    assert [row.detail for row in audit_rows(accounts.store, leaver)] == [
         f"active games forfeited: {both}"
     ]
 

@@ -21,7 +21,6 @@ from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.errors import Failure
 from ajedrez.domain.passwords import hash_password
 from ajedrez.protocol import fields as values
-from ajedrez.store.audit import record
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import alembic_config, upgrade
 from ajedrez.store.models import Subscription, User
@@ -315,7 +314,7 @@ def test_listings_escape_what_old_rows_hold(cli, private):
         )
     insert_request(database, "carla", forged)
     with database.write() as tx:
-        record(tx, "root\u202e", "users add", "ana", forged)
+        tx.audit("root\u202e", "users add", "ana", forged)
     expect = "Ana\\u202eanaJ\\u200b\\u2028bob  closed  2026-01-01 00:00  0  fake\\u2029\\u001b[2J"
     for listing, rows in ((("users", "list"), 1), (("subs", "list"), 1), (("audit",), 1)):
         status, out, err = cli(url, *listing)

@@ -159,7 +159,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-# -- PostgreSQL's writer process (storage/writer_process.py) -----------------------------
+# -- PostgreSQL's writer process (store/writer_process.py) -----------------------------
 
 
 def _held_while_stopped(writer: int, m: Match, notation: str) -> None:

@@ -1,4 +1,4 @@
-"""Moves and reads that the batch threads run together (``storage/batches.py``).
+"""Moves and reads that the batch threads run together (``store/batches.py``).
 
 On PostgreSQL a batch of moves is checked against game rows locked all at once and
 stored in one statement (``games._store_moves``), and a batch of SPARs is one statement

@@ -15,7 +15,7 @@ from sqlalchemy import text
 
 from ajedrez.domain.errors import Failure, StorageError
 from ajedrez.protocol.codes import Reply
-from ajedrez.store import db as db_module
+from ajedrez.store import sqlite as sqlite_module
 from ajedrez.store.db import Database
 from tests.support.store import count_commits
 
@@ -71,7 +71,7 @@ def test_concurrent_writers_share_commits_and_lose_nothing(sqlite_db):
 
 
 def test_a_refused_writer_takes_only_its_own_changes_back(sqlite_db, monkeypatch):
-    monkeypatch.setattr(db_module, "GROUP_COMMIT_MAX_SECONDS", 30.0)
+    monkeypatch.setattr(sqlite_module, "GROUP_COMMIT_MAX_SECONDS", 30.0)
     commits = count_commits(sqlite_db)
     outcomes: dict[str, str] = {}
     inside, release = threading.Event(), threading.Event()
@@ -112,7 +112,7 @@ def test_a_refused_writer_takes_only_its_own_changes_back(sqlite_db, monkeypatch
 
 def test_a_failed_commit_fails_every_writer_of_the_batch(sqlite_db, monkeypatch):
     """A deferred foreign key fails at COMMIT: nobody in the batch may be told 'stored'."""
-    monkeypatch.setattr(db_module, "GROUP_COMMIT_MAX_SECONDS", 30.0)
+    monkeypatch.setattr(sqlite_module, "GROUP_COMMIT_MAX_SECONDS", 30.0)
     outcomes: dict[str, str] = {}
     inside, release = threading.Event(), threading.Event()
 
@@ -155,7 +155,7 @@ def test_a_failed_commit_fails_every_writer_of_the_batch(sqlite_db, monkeypatch)
 def test_a_sync_read_commits_the_open_batch_first(sqlite_db, monkeypatch):
     """A sync read hands out a fecha: every write acknowledged before must be in it, and a
     batch still open behind the lock must not be read uncommitted."""
-    monkeypatch.setattr(db_module, "GROUP_COMMIT_MAX_SECONDS", 30.0)
+    monkeypatch.setattr(sqlite_module, "GROUP_COMMIT_MAX_SECONDS", 30.0)
     inside, release = threading.Event(), threading.Event()
     seen: list[list[str]] = []
 

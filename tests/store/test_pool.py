@@ -7,9 +7,10 @@ import pytest
 from sqlalchemy import bindparam, event, select, text
 
 from ajedrez.domain.errors import StorageError
-from ajedrez.store import db as db_module
-from ajedrez.store.db import Database, _ping_if_idle
+from ajedrez.store import postgres as postgres_module
+from ajedrez.store.db import Database
 from ajedrez.store.models import User
+from ajedrez.store.postgres import _ping_if_idle
 from ajedrez.store.prepared import Prepared
 
 _COUNT = Prepared(select(User.id).where(User.id > bindparam("after")).limit(1))
@@ -53,7 +54,9 @@ def test_only_an_idle_dead_connection_is_pinged_and_replaced(own_db, db, monkeyp
         with own_db.read_each() as conn:
             pid = _backend_pid(conn)
         _terminate(pid, db)  # while it waits in the pool, as in a database restart
-        monkeypatch.setattr(db_module, "PING_IF_IDLE_SECONDS", 3600.0 if recently_used else 0.0)
+        monkeypatch.setattr(
+            postgres_module, "PING_IF_IDLE_SECONDS", 3600.0 if recently_used else 0.0
+        )
         if recently_used:  # not pinged: the request finds it dead, fails, discards it
             with pytest.raises(StorageError), own_db.read_each() as conn:
                 _COUNT.all(conn, after=0)

@@ -1,4 +1,4 @@
-"""Prepared statements (storage/prepared.py) on the suite's database: the rows, the row
+"""Prepared statements (store/prepared.py) on the suite's database: the rows, the row
 counts and the errors they give must be those of ``Connection.execute``."""
 
 from __future__ import annotations

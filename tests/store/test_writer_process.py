@@ -1,4 +1,4 @@
-"""The writer process's link (``storage/writer_process.py``): framing, outcomes, and a
+"""The writer process's link (``store/writer_process.py``): framing, outcomes, and a
 writer loop served on a thread with workers' links connected to it over a real socket.
 The process itself, under ``--workers`` on PostgreSQL, is tested in ``test_workers.py``."""
 

@@ -1,5 +1,5 @@
 """Writes queued from an event loop and committed in batches (``Database.write_jobs``,
-``storage/batches.py``): on PostgreSQL by the writer thread, on SQLite by the loop
+``store/batches.py``): on PostgreSQL by the writer thread, on SQLite by the loop
 itself at the end of the turn that queued them.
 
 These run on the suite's database: SQLite (a file of their own) or PostgreSQL (the run's
