@@ -23,12 +23,13 @@ CONTEXT = CryptContext(
 
 
 def hash_password(password: str) -> str:
-    return CONTEXT.hash(password)
+    return str(CONTEXT.hash(password))
 
 
 def verify(password: str, stored_hash: str) -> tuple[bool, str | None]:
     """(matches, replacement hash or None). Never raises on a malformed stored hash."""
     try:
-        return CONTEXT.verify_and_update(password, stored_hash)
+        ok, new_hash = CONTEXT.verify_and_update(password, stored_hash)
     except (ValueError, TypeError):
         return False, None
+    return bool(ok), None if new_hash is None else str(new_hash)

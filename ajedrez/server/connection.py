@@ -366,9 +366,10 @@ class Connection(asyncio.Protocol):
             return
         now = self.loop.time()
         due = self.last_heard + self.lim.idle_timeout
-        mid_line = self.line_started is not None
-        if mid_line:
-            due = min(due, self.line_started + self.lim.request_deadline)  # type: ignore[operator]
+        started = self.line_started
+        mid_line = started is not None
+        if started is not None:
+            due = min(due, started + self.lim.request_deadline)
         if self.busy or now < due:  # no timeout while a command runs
             self._arm_timer((due - now) if now < due else self.lim.idle_timeout)
             return

@@ -10,7 +10,7 @@ import argparse
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ajedrez.protocol.framing import MAX_LINE
 from ajedrez.server import loops
@@ -104,7 +104,10 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
     return replace(settings, limits=limits)
 
 
-def _build(base: Any, values: dict[str, Any]) -> Any:
+B = TypeVar("B", "Settings", "Limits")
+
+
+def _build(base: B, values: dict[str, Any]) -> B:
     """``base`` with ``values`` (names of its own fields) checked against the defaults' types."""
     checked: dict[str, Any] = {}
     for name, value in values.items():

@@ -114,7 +114,7 @@ class LoginThrottle:
     # -- the delays --------------------------------------------------------------------
 
     def _delay(self, failures: int) -> float:
-        return min(self.maximum, self.base * 2 ** (failures - 1))
+        return min(self.maximum, self.base * 2.0 ** (failures - 1))
 
     def _live(self, key: tuple[str, ...], now: float) -> _Record | None:
         rec = self._records.get(key)

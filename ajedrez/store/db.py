@@ -59,7 +59,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class _Read:
-    statement: Prepared | PreparedMany
+    statement: Prepared[Any] | PreparedMany
     params: dict[str, Any]
 
 
@@ -71,7 +71,7 @@ def _grouped(
     """Each job's result, in job order: a job with a ``together`` function (see
     ``Database.write_later``) runs in one group with the others that share it, after
     the jobs without one, each of which runs ``alone``."""
-    results: list[T | Exception] = [None] * len(jobs)  # type: ignore[list-item]
+    results: dict[int, T | Exception] = {}
     groups: dict[Callable[..., list[Any]], list[int]] = {}
     for i, job in enumerate(jobs):
         run_with = getattr(job, "together", None)
@@ -83,7 +83,7 @@ def _grouped(
         found = together(run_with, [jobs[i] for i in indexes])
         for i, result in zip(indexes, found, strict=True):
             results[i] = result
-    return results
+    return [results[i] for i in range(len(jobs))]
 
 
 class Database:
@@ -192,16 +192,16 @@ class Database:
                         cursor.close()
 
         @event.listens_for(engine, "connect")
-        def _on_open(_dbapi_conn, record) -> None:  # type: ignore[no-untyped-def]
+        def _on_open(_dbapi_conn: Any, record: Any) -> None:
             record.info["opened"] = time.monotonic()
 
         @event.listens_for(engine, "invalidate")
-        def _on_invalidate(_dbapi_conn, _record, exception) -> None:  # type: ignore[no-untyped-def]
+        def _on_invalidate(_dbapi_conn: Any, _record: Any, exception: Any) -> None:
             if exception is not None and read_only_connection(exception):
                 refused[0] = time.monotonic()
 
         @event.listens_for(engine, "checkout")
-        def _on_checkout(_dbapi_conn, record, _proxy) -> None:  # type: ignore[no-untyped-def]
+        def _on_checkout(_dbapi_conn: Any, record: Any, _proxy: Any) -> None:
             if record.info.get("opened", refused[0]) < refused[0]:
                 # The pool closes it and opens another.
                 raise exc.DisconnectionError("opened while the store refused writes")

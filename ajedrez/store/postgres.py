@@ -143,7 +143,7 @@ class PostgresDatabase(Database):
                 conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             self._reader_conn = conn
         out: list[list[Any] | Exception] = [[] for _ in reads]
-        by_statement: dict[Prepared | PreparedMany, list[int]] = {}
+        by_statement: dict[Prepared[Any] | PreparedMany, list[int]] = {}
         for i, read in enumerate(reads):
             by_statement.setdefault(read.statement, []).append(i)
         for statement, indexes in by_statement.items():
@@ -178,11 +178,11 @@ class PostgresDatabase(Database):
             yield Tx(conn, int(stamp))
 
 
-def _note_idle_since(_dbapi_conn, record) -> None:  # type: ignore[no-untyped-def]
+def _note_idle_since(_dbapi_conn: Any, record: Any) -> None:
     record.info["idle_since"] = time.monotonic()
 
 
-def _ping_if_idle(dbapi_conn, record, _proxy) -> None:  # type: ignore[no-untyped-def]
+def _ping_if_idle(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
     """PostgreSQL: ping a pooled connection before use only if it has been idle a while.
 
     ``pool_pre_ping`` would cost a round trip on every request, a fifth of a STAT. A

@@ -172,7 +172,7 @@ class SqliteDatabase(Database):
     @staticmethod
     def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int) -> None:
         @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
             # Take BEGIN out of pysqlite's hands; the "begin" hook below emits our own.
             dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
@@ -272,7 +272,7 @@ class SqliteDatabase(Database):
         # the batch, and no thread hand-off is paid.
         return self._loop_batches_here().submit(job)
 
-    def _loop_batches_here(self) -> LoopBatches:
+    def _loop_batches_here(self) -> LoopBatches[Callable[[Tx], Any]]:
         loop = asyncio.get_running_loop()
         batches = self._loop_batches.get(loop)
         if batches is None:
