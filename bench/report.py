@@ -1,11 +1,19 @@
-"""The human-readable table of a run (the JSON report holds the same figures and more)."""
+"""What the reports of every bench command share (the scenario's database, server and
+command line, the JSON file, progress lines) and the printed table of a load run (its
+JSON report holds the same figures and more)."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy import make_url
+
+from bench.server_proc import ServerProcess
 
 COMMAND_ORDER = ("JGDA", "STAT", "SPAR", "JUEG", "TRAN", "ACEP", "PPEN", "REND", "USER", "PASS")
 
@@ -110,3 +118,40 @@ def write_json(path: Path, report: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {path}", file=sys.stderr)
+
+
+def log(text: str) -> None:
+    """A progress line: on stderr, so that stdout holds the report alone."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def command_line(module: str) -> str:
+    """The command that ran, as it could be typed again."""
+    return shlex.join(["python", "-m", module, *sys.argv[1:]])
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def database_fields(database_url: str | None) -> dict[str, str | None]:
+    """The scenario's database: its kind and its URL with the password hidden."""
+    if database_url is None:
+        return {"database": None, "database_url": None}
+    url = make_url(database_url)
+    return {
+        "database": url.get_backend_name(),
+        "database_url": url.render_as_string(hide_password=True),
+    }
+
+
+def server_fields(
+    server: ServerProcess | None, address: str, source_dir: Path | None
+) -> dict[str, Any]:
+    """The scenario's server: started by the run (with its arguments) or attached to."""
+    return {
+        "started_by_bench": server is not None,
+        "address": address,
+        "args": server.args[1:] if server else None,
+        "source_dir": str(source_dir) if source_dir else None,
+    }

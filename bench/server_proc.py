@@ -36,7 +36,7 @@ def sample(pid: int) -> ProcSample | None:
     own = _sample_one(pid)
     if own is None:
         return None
-    parts = [own] + [p for child in _children(pid) if (p := _sample_one(child)) is not None]
+    parts = [own] + [p for child in children(pid) if (p := _sample_one(child)) is not None]
     return ProcSample(
         rss_kib=sum(p.rss_kib for p in parts),
         hwm_kib=sum(p.hwm_kib for p in parts),
@@ -45,7 +45,8 @@ def sample(pid: int) -> ProcSample | None:
     )
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
+    """The pids of the process's children (the workers of ``--workers N``); [] once gone."""
     try:
         return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:
@@ -102,6 +103,14 @@ class Watcher:
             "peak_rss_sampled_mib": round(self.peak_rss_kib / 1024, 1),
             "peak_threads": self.peak_threads,
         }
+
+
+def server_cpu_seconds(watcher: Watcher | None) -> float | None:
+    """The server's CPU time now; None without a watcher or once the server is gone."""
+    if watcher is None:
+        return None
+    now = watcher.poll()
+    return None if now is None else now.cpu_seconds
 
 
 class ServerProcess:
@@ -220,6 +229,28 @@ def start_or_attach(
         raise
     print(f"server pid {server.pid} on {host}:{port}, log {log_path}", file=sys.stderr)
     return server, host, port, Watcher(server.pid)
+
+
+def stop_server(server: ServerProcess | None, watcher: Watcher | None, *, tail: int = 0) -> None:
+    """Stop a server this run started (nothing when attached), reporting its exit code and,
+    with ``tail``, the last lines of its log."""
+    if server is None:
+        return
+    if watcher is not None:
+        watcher.poll()  # the last VmHWM, before the process is gone
+    code = server.stop()
+    log_tail = f"; log tail: {server.tail(tail)}" if tail else ""
+    print(f"server stopped, exit code {code}{log_tail}", file=sys.stderr)
+
+
+def with_defaults(server_args: list[str], defaults: list[tuple[str, str]]) -> list[str]:
+    """``server_args`` plus each (option, value) of ``defaults`` they do not set already
+    (as ``--option value`` or ``--option=value``)."""
+    out = list(server_args)
+    for option, value in defaults:
+        if not any(a.split("=", 1)[0] == option for a in server_args):
+            out += [option, value]
+    return out
 
 
 class PySpy:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ajedrez.client.errors import code_name
 from ajedrez.protocol.codes import reply_class
@@ -31,16 +33,33 @@ class Summary:
     mean: float
     replies: dict[str, int]
 
-    def as_dict(self) -> dict[str, object]:
+    def percentiles_ms(self) -> dict[str, Any]:
+        """The count and the percentiles, as every report names them."""
         return {
             "count": self.count,
             "p50_ms": round(self.p50, 3),
             "p95_ms": round(self.p95, 3),
             "p99_ms": round(self.p99, 3),
             "max_ms": round(self.max, 3),
-            "mean_ms": round(self.mean, 3),
-            "replies": self.replies,
         }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.percentiles_ms(), "mean_ms": round(self.mean, 3), "replies": self.replies}
+
+
+def summarize(command: str, seconds: Iterable[float], replies: dict[str, int]) -> Summary:
+    """The figures of one command's latencies (in seconds) and reply counts."""
+    ms = sorted(v * 1000.0 for v in seconds)
+    return Summary(
+        command=command,
+        count=len(ms),
+        p50=percentile(ms, 50),
+        p95=percentile(ms, 95),
+        p99=percentile(ms, 99),
+        max=ms[-1] if ms else 0.0,
+        mean=sum(ms) / len(ms) if ms else 0.0,
+        replies=replies,
+    )
 
 
 def percentile(sorted_values: list[float], pct: float) -> float:
@@ -77,17 +96,10 @@ class Recorder:
         return sorted(cmd for (p, cmd) in self._samples if p == phase)
 
     def summary(self, phase: str, command: str) -> Summary:
-        values = sorted(self._samples.get((phase, command), []))
-        ms = [v * 1000.0 for v in values]
-        return Summary(
-            command=command,
-            count=len(ms),
-            p50=percentile(ms, 50),
-            p95=percentile(ms, 95),
-            p99=percentile(ms, 99),
-            max=ms[-1] if ms else 0.0,
-            mean=sum(ms) / len(ms) if ms else 0.0,
-            replies=dict(sorted(self._replies.get((phase, command), Counter()).items())),
+        return summarize(
+            command,
+            self._samples.get((phase, command), []),
+            dict(sorted(self._replies.get((phase, command), Counter()).items())),
         )
 
     def summaries(self, phase: str) -> list[Summary]:
