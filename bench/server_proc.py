@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.source import link_installed_names
+
 LISTENING = re.compile(r"listening on (\S+):(\d+)")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -151,6 +153,7 @@ class ServerProcess:
         """Start it and wait for its ``listening on HOST:PORT`` line; returns the address."""
         env = dict(os.environ)
         if self.source_dir is not None:
+            link_installed_names(self.source_dir)
             # python -m puts the working directory first on sys.path: that copy wins.
             env["PYTHONPATH"] = os.pathsep.join(
                 p for p in (str(self.source_dir), env.get("PYTHONPATH", "")) if p

@@ -47,4 +47,16 @@ def make_snapshot(rev: str) -> tuple[Path, str]:
         archive.stdout.close()
         if archive.wait() != 0:
             raise SystemExit("git archive failed")
+    link_installed_names(target)
     return target, commit
+
+
+def link_installed_names(source: Path) -> None:
+    """Make ``source``'s own admin/ and migrations/ importable as ajedrez.admin and
+    ajedrez.migrations, as an installed wheel maps them. Otherwise the editable install
+    of the working tree supplies them, and a server run from the snapshot would migrate
+    with the working tree's migrations."""
+    for name in ("admin", "migrations"):
+        link = source / "ajedrez" / name
+        if (source / name).is_dir() and not link.exists():
+            link.symlink_to(Path("..") / name)

@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     log.info("event loop: %s", settings.event_loop)
     if settings.workers > 1:
         db.dispose()  # each worker opens its own: no connection may cross a fork
-        return _serve_workers(settings, url, tls, writer_process=db.uses_writer_process)
+        writer = db.uses_writer_process and settings.writer_process
+        return _serve_workers(settings, url, tls, writer_process=writer)
     try:
         return loops.run(_serve(settings, db, tls), settings.event_loop)
     finally:

@@ -64,6 +64,9 @@ class Settings:
     log_level: str = "INFO"
     sqlite_busy_timeout: float = 10.0
     sqlite_group_commit: int = 32  # most SQLite writes sharing one commit (1: one each)
+    # PostgreSQL with --workers: one process commits every worker's moves (writer_process.py);
+    # false: each worker commits its own, with its writer thread.
+    writer_process: bool = True
     limits: Limits = Limits()
 
 
@@ -167,6 +170,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         help=f"most SQLite writes that share one commit; 1 commits each alone "
         f"({d.sqlite_group_commit})",
+    )
+    p.add_argument(
+        "--writer-process",
+        action=argparse.BooleanOptionalAction,
+        help="PostgreSQL with --workers: one process commits every worker's moves "
+        f"({'on' if d.writer_process else 'off'})",
     )
     for name, text in (
         ("max_connections", "connections served at once"),
