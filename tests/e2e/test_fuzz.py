@@ -15,6 +15,9 @@ either:
 
 Meanwhile two other logged-in sessions keep playing a game: between batches each one's
 STAT, move and SPAR must answer correctly. ``AJEDREZ_FUZZ_SEED`` reproduces a run.
+
+One module over 500 lines: the mutators, the strict reply reader and the in-step check
+are one machine that every test here drives, and serve no other module.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ SPAR and malformed lines, each from any session. A model of the accounts' challe
 games (python-chess boards) predicts every reply code, following the order of checks in
 docs/protocol.md; after each step the games touched are compared with the server: STAT
 must match the model's status record and SPAR its move list.
+
+One module over 500 lines because it is one state machine: the model, its rules and its
+invariants share the machine's state, and split apart they could not be read alone.
 """
 
 from __future__ import annotations
