@@ -1,8 +1,10 @@
-"""One client session: a line in, replies out. No sockets and no SQL here.
+"""One ESPOL session: a line in, replies out. No sockets and no SQL here.
 
-The transport (``reactor.py``) feeds lines and sends what comes back; this class holds
-the login state and turns each command into calls on the service layer. Every reply is
-built by :meth:`Session._reply` or :meth:`Session._records`.
+The transport (``connection.py``) feeds lines and sends what comes back; this class
+holds the login state and turns each command into calls on the domain (``Games``,
+``Accounts``) or, for STAT, SPAR and JGDA, into work for the store's queue (``Moves``),
+whose result ``settled`` turns into the reply. Every reply is built by
+:meth:`Session._reply` or :meth:`Session._records`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ajedrez.server.ratelimit import RateLimit
 from ajedrez.server.throttle import LoginThrottle
 from ajedrez.store.moves import Moves
 
-log = logging.getLogger("ajedrez.server.espol")
+log = logging.getLogger("ajedrez.session")
 
 # Failures of these commands before login end the connection (docs/protocol.md section 3).
 _LOGIN_COMMANDS = frozenset({"USER", "PASS"})
