@@ -136,13 +136,11 @@ class Pair(threading.Thread):
                         self.connect()
                         self.resync()
                     self.step()
-                except (Closed, ConnectionError) as e:
+                except (Closed, ConnectionError):
                     # The server died under us (EOF or reset): wait for the next one.
                     self.stats.lost_replies += 1
                     self.disconnect()
-                    self.sup.wait_newer(self.generation)
-                    if isinstance(e, ConnectionRefusedError):
-                        time.sleep(0.05)
+                    self.sup.wait_newer(self.generation)  # a new server, listening already
         except BaseException:
             self.error = traceback.format_exc()
         finally:
@@ -167,7 +165,7 @@ class Pair(threading.Thread):
                 return reply
             # Storage unavailable: nothing was done (contract); try again a little later.
             self.stats.retried_401 += 1
-            time.sleep(0.2)
+            time.sleep(0.2)  # a client's retry interval: only asking again shows it is back
 
     # -- games -------------------------------------------------------------------------
 
@@ -322,14 +320,14 @@ def test_acknowledged_moves_survive_sigkill(database_url, db, accounts):
             # Random moments: some play first (at least one acknowledged move since this
             # server started, so every restart is proved to serve), then a random pause.
             assert sup.wait_acked(sup.acked + 1, PROGRESS_TIMEOUT), "no move acknowledged"
-            time.sleep(rng.uniform(0.0, MAX_PAUSE))
+            time.sleep(rng.uniform(0.0, MAX_PAUSE))  # play goes on until a random moment
             _check_clients(pairs)
             sup.srv.proc.kill()
             sup.srv.proc.wait(30)
             kills += 1
             sup.replace(start_server(database_url))
         assert sup.wait_acked(sup.acked + 1, PROGRESS_TIMEOUT), "no move acknowledged"
-        time.sleep(rng.uniform(0.0, MAX_PAUSE))
+        time.sleep(rng.uniform(0.0, MAX_PAUSE))  # the last kill, too, at a random moment
     finally:
         with sup.cond:
             sup.stopping = True

@@ -17,9 +17,10 @@ import pytest
 
 from ajedrez.server.settings import Limits, Settings, SettingsError, load
 from ajedrez.server.throttle import LoginThrottle
-from tests.support.common import PASSWORD, ROOT, wait_for
+from tests.support.common import PASSWORD, ROOT, wait_for, wait_for_async
 from tests.support.espol import Conn
 from tests.support.server import start_server, tls_port
+from tests.support.sockets import peer_has_read
 
 # -- settings ----------------------------------------------------------------------------
 
@@ -117,7 +118,7 @@ def test_a_trickled_line_meets_the_request_deadline(database_url: str) -> None:
                 except OSError:
                     closed_by_server = True
                     break
-                time.sleep(0.4)
+                time.sleep(0.4)  # a slow client: real time passes between its bytes
             r = c.reply()
             assert r.code == 809 and "not finished" in r.text
             assert c.is_closed()
@@ -274,7 +275,9 @@ def test_waiting_attackers_hold_no_threads(database_url: str, new_user) -> None:
             c.send(f"USER:{name}")
             c.reply()
             c.send("PASS:still wrong")  # each now waits its turn, 5 s apart
-        time.sleep(1)
+        # The server has read every PASS (and so queued or delayed each attempt).
+        assert wait_for(lambda: peer_has_read([c.sock for c in conns]))
+        assert wait_for(lambda: f"delaying a login of {name!r}" in srv.log_text())
         threads = len(list(Path(f"/proc/{srv.proc.pid}/task").iterdir()))
         assert threads < 40, threads  # the 40 waiters are timers, not threads
         with srv.connect() as other:  # the server goes on serving others meanwhile
@@ -382,7 +385,7 @@ class CountingAccounts:
             self.running += 1
             self.most = max(self.most, self.running)
             self.threads.add(threading.current_thread().name)
-        time.sleep(0.2)
+        time.sleep(0.2)  # the hash's own time, in which other SUBS may come
         with self.lock:
             self.running -= 1
             self.subscribed += 1
@@ -449,7 +452,12 @@ def test_a_login_does_not_queue_behind_subscription_hashes() -> None:
             reader, writer = await asyncio.open_connection(host, port)
             writer.write(f"SUBS:flood{i}:secret:\r\n".encode())
             flood.append((reader, writer))
-        await asyncio.sleep(0.1)
+
+        def flood_waits() -> bool:  # one SUBS hashes, the nine others wait their turn
+            conns = reactor._connections
+            return len(conns) == 10 and all(c.busy for c in conns) and accounts.running == 1
+
+        assert await wait_for_async(flood_waits)
         reader, writer = await asyncio.open_connection(host, port)
         writer.write(b"USER:ana\r\nPASS:secret\r\n")
         await reader.readexactly(6 + 3)  # 101 ana
@@ -479,7 +487,7 @@ def test_sigterm_lets_a_command_in_progress_finish(database_url: str, new_user) 
         assert idle.cmd("HELP:QUIT").code == 110
         assert busy.cmd(f"USER:{name}").code == 101
         busy.send(f"PASS:{PASSWORD}")  # in progress: waits 3 s for its throttle slot
-        time.sleep(0.5)
+        assert wait_for(lambda: f"delaying a login of {name!r}" in srv.log_text())
         srv.proc.terminate()
         assert idle.is_closed(timeout=2)  # idle sessions end at once
         r = busy.reply()  # the command in progress still completes and answers

@@ -273,7 +273,7 @@ def _sync(servers: list[ServerProcess], connect_as, new_user, db) -> None:  # ty
 
     def challenger(conn: Conn, target: str, name: str) -> Callable[[], None]:
         def job() -> None:
-            time.sleep(rng.uniform(0, 2.5))
+            time.sleep(rng.uniform(0, 2.5))  # think-time: challenges straddle whole seconds
             r = conn.cmd(f"JUEG:{target}")
             acked = time.monotonic()
             assert r.code == 200, r
@@ -288,7 +288,7 @@ def _sync(servers: list[ServerProcess], connect_as, new_user, db) -> None:  # ty
         def job() -> None:
             board = chess.Board()
             for ply, mv in enumerate(line, start=1):
-                time.sleep(rng.uniform(0, 0.12))
+                time.sleep(rng.uniform(0, 0.12))  # think-time: moves spread over seconds
                 conn = m.w if board.turn == chess.WHITE else m.b
                 r = conn.cmd(jgda(m.pid, ply, mv))
                 acked = time.monotonic()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from tests.support.common import PASSWORD, wait_for
 from tests.support.espol import Conn
 from tests.support.play import Match, challenge_and_accept, jgda, stat
 from tests.support.server import ServerProcess, start_server
+from tests.support.sockets import unix_unread
 
 
 def _children(master: int) -> list[int]:
@@ -181,6 +181,11 @@ def _held_while_stopped(writer: int, m: Match, notation: str) -> None:
     m.board.push(move)
 
 
+def _stopped(pid: int) -> bool:
+    """Whether the process has come to a stop (SIGSTOP is delivered, not obeyed, at once)."""
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "T"
+
+
 def _linked(srv: ServerProcess) -> int:
     return srv.log_text().count("linked to the writer process")
 
@@ -229,8 +234,11 @@ def test_a_dead_writer_process_fails_its_move_in_flight_and_is_replaced(
     try:
         m.play("d4")
         os.kill(writer, signal.SIGSTOP)  # the move below reaches it and is never read
+        assert wait_for(lambda: _stopped(writer))
+        assert unix_unread(writer) == 0  # it has read all it was sent so far
         m.b.send(jgda(m.pid, m.ply, m.move("d5")))
-        time.sleep(0.5)  # for the worker to pass the move on to the stopped writer
+        # The worker has passed the move on: it waits, unread, in the stopped writer's link.
+        assert wait_for(lambda: unix_unread(writer) > 0), "the move did not reach the writer"
         os.kill(writer, signal.SIGKILL)
         r = m.b.reply()
         assert r.code == 401, r  # E_STORAGE: nothing confirmed, send it again

@@ -7,7 +7,6 @@ group commit is how the SQLite store works (PostgreSQL commits each writer itsel
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +16,7 @@ from ajedrez.domain.errors import Failure, StorageError
 from ajedrez.protocol.codes import Reply
 from ajedrez.store import sqlite as sqlite_module
 from ajedrez.store.db import Database
+from tests.support.common import wait_for
 from tests.support.store import count_commits
 
 
@@ -44,27 +44,52 @@ def _queue_behind(db: Database, workers: list[threading.Thread], count: int) -> 
     """Start ``workers`` and wait until ``count`` threads queue for the write lock."""
     for w in workers:
         w.start()
-    deadline = time.monotonic() + 10
-    while db._queued < count:
-        assert time.monotonic() < deadline, "writers did not queue"
-        time.sleep(0.001)
+    assert wait_for(lambda: db._queued >= count, 10, interval=0.001), "writers did not queue"
 
 
-def test_concurrent_writers_share_commits_and_lose_nothing(sqlite_db):
-    commits = count_commits(sqlite_db)
-    per_thread, threads = 40, 12
+def _overlapping_writers(db: Database, threads: int, per_thread: int) -> None:
+    """``threads`` threads each insert ``per_thread`` rows, one writer at a time, and
+    each writer holds the write lock until another thread queues for it, so that they
+    overlap as under load. It stops waiting when no other thread could queue: each has
+    finished, or waits for the commit of the batch it wrote in (which only the holder's
+    leaving brings)."""
+    lock = threading.Lock()
+    parked = [0]  # threads past their writer's work, in its commit or waiting for it
+    finished = [0]
+    errors: list[BaseException] = []
+
+    def someone_queued_or_none_can() -> bool:
+        with lock:
+            none_can = parked[0] + finished[0] == threads - 1
+        return db._queued > 0 or none_can
 
     def writer(n: int) -> None:
-        for i in range(per_thread):
-            with sqlite_db.write() as tx:
-                tx.conn.execute(text("INSERT INTO item (who) VALUES (:w)"), {"w": f"{n}-{i}"})
-                time.sleep(0.0005)  # hold the lock long enough for others to queue
+        try:
+            for i in range(per_thread):
+                with db.write() as tx:
+                    tx.conn.execute(text("INSERT INTO item (who) VALUES (:w)"), {"w": f"{n}-{i}"})
+                    assert wait_for(someone_queued_or_none_can, 10, interval=0.0002)
+                    with lock:
+                        parked[0] += 1
+                with lock:
+                    parked[0] -= 1
+        except BaseException as e:
+            errors.append(e)
+        with lock:
+            finished[0] += 1
 
     workers = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
+    assert not errors, errors
+
+
+def test_concurrent_writers_share_commits_and_lose_nothing(sqlite_db):
+    commits = count_commits(sqlite_db)
+    per_thread, threads = 40, 12
+    _overlapping_writers(sqlite_db, threads, per_thread)
     assert commits[0] < per_thread * threads / 2, commits[0]
     rows = _rows(sqlite_db)
     assert sorted(rows) == sorted(f"{n}-{i}" for n in range(threads) for i in range(per_thread))
@@ -188,19 +213,9 @@ def test_group_commit_of_one_commits_every_writer(tmp_path):
         with db.engine.begin() as c:
             c.execute(text("CREATE TABLE item (id INTEGER PRIMARY KEY, who TEXT)"))
         commits = count_commits(db)
-
-        def writer(n: int) -> None:
-            for i in range(10):
-                with db.write() as tx:
-                    tx.conn.execute(text("INSERT INTO item (who) VALUES (:w)"), {"w": f"{n}{i}"})
-                    time.sleep(0.0005)
-
-        workers = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
+        _overlapping_writers(db, threads=4, per_thread=10)  # others queue behind each
         assert commits[0] == 40
+        assert len(_rows(db)) == 40
     finally:
         db.dispose()
 

@@ -205,7 +205,7 @@ def test_a_write_whose_waiter_is_cancelled_is_still_stored(store):
             assert await asyncio.to_thread(inside.wait, 10)
         waiter.cancel()
         release.set()
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one turn of the loop: on SQLite the queued batch runs in it
         assert inside.is_set()
 
     asyncio.run(scenario())
