@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,20 +19,22 @@ from ajedrez.domain.games import Games
 from ajedrez.protocol.framing import decode_header
 from ajedrez.server.espol import Outcome, Session
 from ajedrez.store.db import Database
+from ajedrez.store.moves import Moves
 
 HEADER = 6
 
 
 def make_session(db: Database, *, peer: str = "127.0.0.1:50000", **options: Any) -> Session:
     """A fresh session on ``db``, not logged in; ``options`` are the Session's other
-    keyword arguments (``throttle``, ``subs_limit``). Adapt this one function when the
-    constructor changes."""
-    services: dict[str, Any] = {"accounts": Accounts(db), "games": Games(db)}
-    if "moves" in inspect.signature(Session).parameters:
-        from ajedrez.store.moves import Moves  # the store's queued moves and reads
-
-        services["moves"] = Moves.of(db)
-    return Session(**services, peer=peer, address=peer.rsplit(":", 1)[0], **options)
+    keyword arguments (``throttle``, ``subs_limit``)."""
+    return Session(
+        Accounts(db),
+        Games(db),
+        Moves.of(db),
+        peer=peer,
+        address=peer.rsplit(":", 1)[0],
+        **options,
+    )
 
 
 @dataclass(frozen=True)
