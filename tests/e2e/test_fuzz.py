@@ -10,8 +10,8 @@ either:
 - the connection is still in step: each line of the fuzzed input got exactly one answer,
   and the marker (``HELP:SRNK`` before login, ``SRNK`` after) gets its own answer; or
 - the server closed it cleanly (EOF at a reply boundary) for a reason the protocol gives:
-  QUIT, or before login a failure that ends the session (800, 804, 805, 806, 814, 815, or
-  a bad USER/PASS).
+  QUIT, an UNSU with a wrong password (815), or before login a failure that ends the
+  session (800, 804, 805, 806, 814, 815, or a bad USER/PASS).
 
 Meanwhile two other logged-in sessions keep playing a game: between batches each one's
 STAT, move and SPAR must answer correctly. ``AJEDREZ_FUZZ_SEED`` reproduces a run.
@@ -288,7 +288,11 @@ class Fuzzer:
         assert len(answers) <= len(segments), context
         if quits and quits[0] == len(answers):
             return codes  # QUIT: no reply, then the close
-        assert not self.user, "a logged-in session was closed without QUIT: " + context
+        if self.user:
+            # UNSU with a wrong password is a failed login: 815, then the close (section 3).
+            unsu = bool(answers) and segments[len(answers) - 1].startswith(b"UNSU:")
+            assert unsu and codes[-1] == 815, "a logged-in session closed without cause: " + context
+            return codes
         assert len(answers) >= 1 and codes[-1] in MAY_CLOSE_BEFORE_LOGIN, context
         return codes
 
