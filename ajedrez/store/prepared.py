@@ -89,7 +89,8 @@ class Prepared(Generic[S]):
         # DBAPI protocol SQLAlchemy types it with does not have.
         cursor: Any = None
         try:
-            cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+            driver: Any = conn.connection.dbapi_connection
+            cursor = driver.cursor()
             if isinstance(params, list):
                 many = [self._args(compiled, p) for p in params]
                 if compiled.row is None:

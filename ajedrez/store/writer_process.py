@@ -33,7 +33,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ajedrez.domain.errors import Failure, StorageError
 from ajedrez.protocol.codes import Reply
@@ -138,7 +138,7 @@ class WriterLink(asyncio.Protocol):
             self._transport.close()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport  # type: ignore[assignment]
+        self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self._buffer += data
@@ -258,7 +258,7 @@ def serve_writes(
             if key.fileobj is listener:
                 _accept(listener, selector, peers)
                 continue
-            peer = peers[key.fileobj]  # type: ignore[index]
+            peer = peers[cast(socket.socket, key.fileobj)]
             if not _read(peer):
                 _drop(peer, selector, peers)
                 continue
