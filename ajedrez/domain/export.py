@@ -21,7 +21,7 @@ EVENT = "Ajedrez correspondence game"
 SITE = "Ajedrez ESPOL 2.0 server"
 STATUS_FINISHED = 2
 RESULTS = {1: "1-0", 2: "0-1", 3: "1/2-1/2"}  # by ganador
-# The end reason of a game its loser lost by leaving the service (``Games.forfeit_all``).
+# The end reason of a game its loser lost by leaving the service (``games.forfeit_all``).
 LEFT_SERVICE = "left the service"
 UNKNOWN_DATE = "????.??.??"
 # PGNX sends the text in lines, and an unwrapped movetext of a long game would not fit in

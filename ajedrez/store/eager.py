@@ -58,7 +58,7 @@ def settle(future: asyncio.Future[Any], outcome: Any) -> None:
 
 def blocking(start: Callable[[], Awaitable[T]]) -> T:
     """The result of queued work for a caller outside any event loop (the admin tool,
-    tests): ``start`` queues it (``Games.play``, ``Games.status``...) on a loop of its
+    tests): ``start`` queues it (``Moves.play``, ``Moves.game_rows``...) on a loop of its
     own, and this waits for it. One implementation, a blocking face."""
 
     async def run() -> T:
