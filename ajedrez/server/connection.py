@@ -26,7 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.commands import Runs
+from ajedrez.protocol.commands import Runs, runs
 from ajedrez.protocol.framing import OVERLONG, LineBuffer, encode_reply
 from ajedrez.server.espol import Outcome, Session
 from ajedrez.store.eager import when_done
@@ -168,7 +168,7 @@ class Connection(asyncio.Protocol):
                 self._send(session.overlong(self.buffer.max_line))
                 continue
             assert isinstance(item, bytes)
-            where = session.runs(item)
+            where = runs(item)
             if where in (Runs.LOOP, Runs.QUEUE):
                 outcome = session.handle_line(item)
                 later = outcome.later

@@ -19,7 +19,7 @@ from ajedrez.domain.accounts import Accounts, Caller
 from ajedrez.domain.errors import TRANSIENT_RETRIES, Failure, StorageError, TransientStorageError
 from ajedrez.domain.games import Games, moves_of, status_of
 from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.commands import PRE_LOGIN, SPECS, Runs, help_text, lookup, parse_args, runs
+from ajedrez.protocol.commands import PRE_LOGIN, SPECS, help_text, lookup, parse_args
 from ajedrez.protocol.fields import format_fecha, format_partida
 from ajedrez.protocol.framing import LineError, encode_records, encode_reply, parse_line
 from ajedrez.protocol.records import MoveRecord, OpenChallenge, RankEntry, Removal
@@ -135,12 +135,6 @@ class Session:
         if raw.startswith(b"UNSU:") and self.caller is not None:
             return self.caller.name
         return None
-
-    @staticmethod
-    def runs(raw: bytes) -> Runs:
-        """Where the transport runs this line (``commands.Runs``): on the loop (LOOP and
-        QUEUE, whose storage work comes back as ``Outcome.later``) or on a thread pool."""
-        return runs(raw)
 
     def overlong(self, limit: int) -> Outcome:
         return self._reply(Reply.F_LONGLINE, f"line longer than {limit} bytes; it was discarded")

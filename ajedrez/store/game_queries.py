@@ -9,7 +9,14 @@ import chess
 from sqlalchemy import Connection, case, delete, insert, select, update
 
 from ajedrez.domain.rules import as_move
-from ajedrez.protocol.records import STATUS_ACTIVE, STATUS_FINISHED, WINNER_BLACK, WINNER_WHITE
+from ajedrez.protocol.records import (
+    REQ_NONE,
+    STATUS_ACTIVE,
+    STATUS_FINISHED,
+    WINNER_BLACK,
+    WINNER_NONE,
+    WINNER_WHITE,
+)
 from ajedrez.store import statements as st
 from ajedrez.store.models import Game, GameRequest, Move, Removal, User
 
@@ -145,9 +152,9 @@ class GameQueries:
                 user_lo=lo,
                 user_hi=hi,
                 status=STATUS_ACTIVE,
-                winner=0,
-                req_white=0,
-                req_black=0,
+                winner=WINNER_NONE,
+                req_white=REQ_NONE,
+                req_black=REQ_NONE,
                 next_ply=1,
                 fen=fen,
                 created_at=self.stamp,
@@ -192,8 +199,7 @@ class GameQueries:
 
     def moves(self, game_id: int, *, after: int = 0) -> list[chess.Move]:
         """The game's moves after ply ``after``, in order."""
-        rows = st.MOVES_AFTER.all(self.conn, gid=game_id, after=after)
-        return [as_move(r.jugada, r.promocion) for r in rows]
+        return stored_moves(self.conn, game_id, after=after)
 
     def update_game(self, game_id: int, **values: object) -> None:
         values.setdefault("changed_at", self.stamp)
@@ -249,3 +255,10 @@ class GameQueries:
             chunk = ids[start : start + CHUNK]
             self.conn.execute(delete(Move).where(Move.game_id.in_(chunk)))
             self.conn.execute(delete(Game).where(Game.id.in_(chunk)))
+
+
+def stored_moves(conn: Connection, game_id: int, *, after: int = 0) -> list[chess.Move]:
+    """The game's moves after ply ``after``, in order, read on ``conn`` (a transaction's,
+    or the snapshot a move is checked on before it is queued)."""
+    rows = st.MOVES_AFTER.all(conn, gid=game_id, after=after)
+    return [as_move(r.jugada, r.promocion) for r in rows]

@@ -31,6 +31,7 @@ from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.records import MoveRecord
 from ajedrez.store import statements as st
 from ajedrez.store.db import Database, mapped_errors
+from ajedrez.store.game_queries import stored_moves
 from ajedrez.store.tx import Tx
 
 
@@ -200,7 +201,7 @@ class SqliteMoves(Moves):
             row = st.PLAY_ROW.first(conn, gid=game_id)
             if row is None or rules.maybe_resend(row, caller_id, game_id, move):
                 return None
-            stored = partial(Tx(conn, 0).moves, game_id, after=row.base_ply)
+            stored = partial(stored_moves, conn, game_id, after=row.base_ply)
             return rules.plan_move(row, caller_id, game_id, move, self.boards, stored)
 
     def rows(self, tx: Tx, game_ids: list[int]) -> dict[int, Any]:
