@@ -35,6 +35,8 @@ class Reply(IntEnum):
     S_PGNX = 214  # data: the game as PGN text (PGNX)
     S_BAJA = 215  # data: fecha then what went away for the caller since the asked fecha
     S_SOLI = 216  # data: the caller's open challenges, made (E) and received (R)
+    S_RELJ = 217  # data: a game's clocks (RELJ)
+    S_LICE = 218  # data: the caller's leave (LICE)
 
     # -- system errors ---------------------------------------------------------
     E_STORAGE = 401  # the database cannot be reached or refused the work; retry later
@@ -80,6 +82,8 @@ class Reply(IntEnum):
     F_OFFERED = 840  # TBLS: a draw offer is already pending in that game
     F_NOOFFER = 841  # RTBL: no draw offer from the opponent to answer
     F_NOCLAIM = 842  # FINP: neither threefold repetition nor the fifty-move rule applies
+    F_TIMECONTROL = 843  # ACEP: the challenge's time control is not the one named
+    F_LEAVE = 844  # LICE: leave cannot start or end now
 
 
 SUCCESS_CLASSES = (1, 2, 3)

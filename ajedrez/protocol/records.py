@@ -170,13 +170,80 @@ class Removal:
 
 @dataclass(frozen=True)
 class OpenChallenge:
-    """One SOLI record: ``received`` (R) from ``user``, or made (E) to ``user``."""
+    """One SOLI record: ``received`` (R) from ``user``, or made (E) to ``user``;
+    ``control``: the challenge's time control, for ``SOLI:1`` only."""
 
     user: str
     received: bool
+    control: str | None = None
 
     def encode(self) -> str:
-        return f"{RECEIVED if self.received else MADE}:{self.user}"
+        way = RECEIVED if self.received else MADE
+        return f"{way}:{self.user}" if self.control is None else f"{way}:{self.user}:{self.control}"
+
+
+@dataclass(frozen=True)
+class Challenger:
+    """One record of ``TRAN:<fecha>:1``: who challenged me, with what time control."""
+
+    user: str
+    control: str
+
+    def encode(self) -> str:
+        return f"{self.user}:{self.control}"
+
+
+NO_CLOCK_RUNS = "-"  # RELJ's espera when no clock runs
+
+
+@dataclass(frozen=True)
+class ClockStatus:
+    """The RELJ record: a game's clocks at the server's ``now_ms`` (docs/protocol.md,
+    RELJ). Banks and times in milliseconds; 0 for "none" where a time is optional."""
+
+    game: str
+    now_ms: int
+    control: str
+    white_ms: int
+    black_ms: int
+    waiting: str  # WHITE, BLACK or NO_CLOCK_RUNS
+    deadline_ms: int
+    white_leave_until_ms: int
+    black_leave_until_ms: int
+    end_reason: str
+
+    def bank(self, color: str) -> int:
+        return self.white_ms if color == WHITE else self.black_ms
+
+    def leave_until(self, color: str) -> int:
+        return self.white_leave_until_ms if color == WHITE else self.black_leave_until_ms
+
+    def encode(self) -> str:
+        fields = (
+            self.game,
+            self.now_ms,
+            self.control,
+            self.white_ms,
+            self.black_ms,
+            self.waiting,
+            self.deadline_ms,
+            self.white_leave_until_ms,
+            self.black_leave_until_ms,
+            self.end_reason,
+        )
+        return ":".join(map(str, fields))
+
+
+@dataclass(frozen=True)
+class LeaveStatus:
+    """The LICE record: when the caller's leave ends (0: not on leave) and the leave
+    left this year after it, in milliseconds."""
+
+    until_ms: int
+    left_ms: int
+
+    def encode(self) -> str:
+        return f"{self.until_ms}:{self.left_ms}"
 
 
 def _int(value: str, what: str, record: str, kind: str) -> int:
@@ -240,7 +307,45 @@ def parse_removal(record: str) -> Removal:
 
 
 def parse_open_challenge(record: str) -> OpenChallenge:
-    way, sep, user = record.partition(":")
-    if not sep or way not in (MADE, RECEIVED) or not user:
+    """A SOLI record, with or without (``SOLI:1``) the time control."""
+    f = record.split(":")
+    if len(f) not in (2, 3) or f[0] not in (MADE, RECEIVED) or not all(f[1:]):
         raise MalformedRecord(f"malformed SOLI record {record!r}")
-    return OpenChallenge(user, way == RECEIVED)
+    return OpenChallenge(f[1], f[0] == RECEIVED, f[2] if len(f) == 3 else None)
+
+
+def parse_challenger(record: str) -> Challenger:
+    """A record of ``TRAN:<fecha>:1``."""
+    user, sep, control = record.partition(":")
+    if not sep or not user or not control:
+        raise MalformedRecord(f"malformed TRAN record {record!r}")
+    return Challenger(user, control)
+
+
+def parse_clock_status(record: str) -> ClockStatus:
+    f = record.split(":")
+    if len(f) != 10 or not _PARTIDA.fullmatch(f[0]) or f[5] not in (WHITE, BLACK, NO_CLOCK_RUNS):
+        raise MalformedRecord(f"malformed RELJ record {record!r}")
+
+    def number(i: int, what: str) -> int:
+        return _int(f[i], what, record, "RELJ")
+
+    return ClockStatus(
+        f[0],
+        number(1, "ahora"),
+        f[2],
+        number(3, "reloj_blancas"),
+        number(4, "reloj_negras"),
+        f[5],
+        number(6, "limite"),
+        number(7, "licencia_blancas"),
+        number(8, "licencia_negras"),
+        f[9],
+    )
+
+
+def parse_leave_status(record: str) -> LeaveStatus:
+    until, sep, left = record.partition(":")
+    if not sep:
+        raise MalformedRecord(f"malformed LICE record {record!r}")
+    return LeaveStatus(_int(until, "hasta", record, "LICE"), _int(left, "restante", record, "LICE"))
