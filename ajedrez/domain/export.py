@@ -10,6 +10,7 @@ day; ``winner`` and ``status`` are the protocol's ganador and status codes
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,13 +18,18 @@ from datetime import UTC, datetime
 import chess
 import chess.pgn
 
+from ajedrez.protocol.timecontrol import TimeControl
+
 EVENT = "Ajedrez correspondence game"
 SITE = "Ajedrez ESPOL 2.0 server"
 STATUS_FINISHED = 2
 RESULTS = {1: "1-0", 2: "0-1", 3: "1/2-1/2"}  # by ganador
 # The end reason of a game its loser lost by leaving the service (``games.forfeit_all``).
 LEFT_SERVICE = "left the service"
+# End reasons of clocks (``clocks.py``): their PGN Termination.
+TERMINATIONS = {LEFT_SERVICE: "abandoned", "timeout": "time forfeit", "aborted": "unterminated"}
 UNKNOWN_DATE = "????.??.??"
+_CLOCK = re.compile(r"\[%clk [^\]]*\]")
 # PGNX sends the text in lines, and an unwrapped movetext of a long game would not fit in
 # one reply; 80 columns is what the PGN standard recommends.
 COLUMNS = 80
@@ -62,12 +68,16 @@ def game_pgn(
     winner: int,
     end_reason: str | None,
     moves: Iterable[chess.Move],
+    control: TimeControl | None = None,
+    clock_ms: list[int | None] | None = None,
 ) -> str:
     """The PGN of a game from the initial position, ending with a newline.
 
     ``started`` is the game's start (unknown: ``????.??.??``), ``ended`` its end, None
     while it goes on; ``end_reason`` (``checkmate``, ``agreement``, ...) becomes the
-    comment after the last move.
+    comment after the last move. ``control``: the game's time control (the
+    ``TimeControl`` tag; None: no clock, no tag); ``clock_ms``: each move's remaining time
+    for its mover, written as a ``[%clk]`` comment.
     """
     game = chess.pgn.Game()
     game.headers["Event"] = EVENT
@@ -79,14 +89,18 @@ def game_pgn(
     game.headers["Result"] = result_text(status == STATUS_FINISHED, winner)
     game.headers["GameId"] = game_id
     game.headers["Mode"] = "ICS"
+    if control is not None:  # a game without a clock exports as it always did
+        game.headers["TimeControl"] = control.pgn_tag()
     if ended is not None:
         game.headers["EndDate"] = pgn_date(ended)
-        game.headers["Termination"] = "abandoned" if end_reason == LEFT_SERVICE else "normal"
+        game.headers["Termination"] = TERMINATIONS.get(end_reason or "", "normal")
     node: chess.pgn.GameNode = game
-    for move in moves:
+    for i, move in enumerate(moves):
         node = node.add_variation(move)
+        if clock_ms is not None and i < len(clock_ms) and clock_ms[i] is not None:
+            node.set_clock((clock_ms[i] or 0) / 1000)
     if end_reason:
-        node.comment = end_reason
+        node.comment = f"{node.comment} {end_reason}".strip()
     return game.accept(chess.pgn.StringExporter(columns=COLUMNS)) + "\n"
 
 
@@ -97,7 +111,7 @@ def read_facts(text: str) -> GameFacts:
     if game is None:
         return GameFacts(None, None, None)
     # A game that ended before its first move carries the comment on the game itself.
-    comment = game.end().comment.strip()
+    comment = _CLOCK.sub("", game.end().comment).strip()
     return GameFacts(
         _fecha_of(game.headers.get("Date")),
         _fecha_of(game.headers.get("EndDate")),

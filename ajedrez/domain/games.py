@@ -6,15 +6,18 @@ store's (``store/moves.py``), which asks ``rules`` to check each move.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 import chess
 
-from ajedrez.domain import rules
+from ajedrez.domain import clocks, rules
+from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.errors import Conflict, Failure
 from ajedrez.domain.export import LEFT_SERVICE, game_pgn
 from ajedrez.domain.ports import GameRecord, Store, StoreTx
+from ajedrez.domain.timekeeping import Timekeeping, flag, timed_out
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.records import (
     BLACK,
@@ -31,8 +34,10 @@ from ajedrez.protocol.records import (
     GameStatus,
     GameSummary,
     MoveRecord,
+    color_of_ply,
     other_color,
 )
+from ajedrez.protocol.timecontrol import TimeControl, control_name, parse_control
 
 PURGE_AUDIT_IDS = 20  # the audit trail names this many purged games, then counts the rest
 RANKING_SIZE = 10
@@ -48,15 +53,28 @@ class GameListing:
     plies: int
     changed_at: int
     end_reason: str | None
+    control: str
+    deadline_ms: int | None
 
 
 class Games:
-    def __init__(self, store: Store) -> None:
+    def __init__(
+        self, store: Store, clock: Clock | None = None, clock_rules: ClockRules | None = None
+    ) -> None:
         self.store = store
+        self.clock = clock or SystemClock()
+        self.clock_rules = clock_rules or ClockRules()
+        self.time = Timekeeping(store, self.clock, self.clock_rules)
 
     # -- challenges --------------------------------------------------------------------
 
-    def challenge(self, caller_id: int, target: str) -> None:
+    def challenge(self, caller_id: int, target: str, control_text: str | None = None) -> None:
+        """JUEG; ``control_text``: the time control as sent (None: the server's default)."""
+        if control_text is None:
+            control = self.clock_rules.default_control
+        else:
+            control = parse_control(control_text)
+        self.clock_rules.check(control)
         try:
             with self.store.writing() as tx:
                 me = tx.user_ref(caller_id)
@@ -75,28 +93,48 @@ class Games:
                     raise Failure(
                         Reply.F_GAMEEXISTS, f"you already have an active game with '{target}'"
                     )
-                tx.add_challenge(caller_id, target_id)
+                tx.add_challenge(caller_id, target_id, control)
         except Conflict:
             raise Failure(
                 Reply.F_REQEXISTS, f"a challenge between you and '{target}' is open"
             ) from None
 
-    def challengers_since(self, caller_id: int, since: int) -> tuple[int, list[str]]:
-        """TRAN: (fecha to send back, users whose open challenges to me are that recent)."""
+    def challengers_since(self, caller_id: int, since: int) -> tuple[int, list[tuple[str, str]]]:
+        """TRAN: (fecha to send back, (user, time control) of the open challenges to me
+        that are that recent)."""
         with self.store.syncing() as tx:
-            return tx.stamp, tx.challengers_since(caller_id, since)
+            found = tx.challengers_since(caller_id, since)
+            return tx.stamp, [(name, control_name(control)) for name, control in found]
 
-    def accept(self, caller_id: int, color: str, challenger: str) -> int:
-        """ACEP: the challenged player picks the colour; returns the new game's id."""
+    def accept(
+        self, caller_id: int, color: str, challenger: str, expected: str | None = None
+    ) -> int:
+        """ACEP: the challenged player picks the colour; returns the new game's id.
+        ``expected``: the time control the caller saw (the challenge must have it)."""
         try:
             with self.store.writing() as tx:
                 challenger_id = tx.user_id(challenger)
-                if challenger_id is None or not tx.take_challenge(challenger_id, caller_id):
+                taken = None
+                if challenger_id is not None:
+                    taken = tx.take_challenge(challenger_id, caller_id)
+                if challenger_id is None or taken is None:
                     raise Failure(Reply.F_NOREQ, f"no open challenge from '{challenger}' to you")
+                control: TimeControl | None = taken[0]
+                if expected is not None and parse_control(expected) != control:
+                    raise Failure(
+                        Reply.F_TIMECONTROL,
+                        f"the challenge from '{challenger}' has the time control "
+                        f"{control_name(control)}, not {expected}",
+                    )
                 white, black = (
                     (caller_id, challenger_id) if color == WHITE else (challenger_id, caller_id)
                 )
-                return tx.add_game(white, black, chess.STARTING_FEN)
+                clock: dict[str, object] = clocks.control_columns(control)
+                if control is not None:
+                    now = self.clock.now_ms()
+                    leave = tx.leaves_until([white], now).get(white)
+                    clock |= clocks.start(control, now, leave).columns()
+                return tx.add_game(white, black, chess.STARTING_FEN, clock)
         except Conflict:
             raise Failure(
                 Reply.F_GAMEEXISTS, f"you already have an active game with '{challenger}'"
@@ -115,10 +153,12 @@ class Games:
             me = tx.user_name(caller_id) or ""
             tx.note_removals(REMOVED_CHALLENGE, [(caller_id, other), (other_id, me)])
 
-    def open_challenges(self, caller_id: int) -> list[tuple[bool, str]]:
-        """SOLI: (made by me, the other user) of every open challenge, oldest first."""
+    def open_challenges(self, caller_id: int) -> list[tuple[bool, str, str]]:
+        """SOLI: (made by me, the other user, time control) of every open challenge,
+        oldest first."""
         with self.store.reading() as tx:
-            return tx.open_challenges(caller_id)
+            found = tx.open_challenges(caller_id)
+        return [(made, name, control_name(control)) for made, name, control in found]
 
     def removals_since(self, caller_id: int, since: int) -> tuple[int, list[tuple[str, str]]]:
         """BAJA: (fecha to send back, (kind, subject) of what went away since fecha)."""
@@ -141,17 +181,20 @@ class Games:
     # -- draws, resignation ------------------------------------------------------------
 
     def offer_draw(self, caller_id: int, game_id: int, opponent: str) -> None:
-        with self.store.writing() as tx:
-            row, color = _own_active_game(tx, caller_id, game_id, opponent)
+        def offer(tx: StoreTx, row: GameRecord, color: str, now: int) -> None:
             if REQ_OFFER in (row.req_white, row.req_black):
                 raise Failure(
                     Reply.F_OFFERED, f"a draw offer is already pending in {rules.pid(game_id)}"
                 )
-            tx.update_game(game_id, **{rules.req_field(color): REQ_OFFER})
+            # The receiver's clock runs while the offer waits (docs/protocol.md section 5).
+            receiver = other_color(color)
+            values = {rules.req_field(color): REQ_OFFER}
+            tx.update_game(game_id, **values, **self._handed_over(tx, row, receiver, now))
+
+        self._act(caller_id, game_id, opponent, offer)
 
     def answer_draw(self, caller_id: int, game_id: int, accept: bool, opponent: str) -> None:
-        with self.store.writing() as tx:
-            row, color = _own_active_game(tx, caller_id, game_id, opponent)
+        def answer(tx: StoreTx, row: GameRecord, color: str, now: int) -> None:
             theirs = rules.req_field(other_color(color))
             if getattr(row, theirs) != REQ_OFFER:
                 raise Failure(
@@ -162,16 +205,20 @@ class Games:
                 values = {rules.req_field(color): REQ_ACCEPT}
                 tx.finish_game(game_id, row, WINNER_DRAW, "agreement", **values)
             else:
-                tx.update_game(game_id, **{theirs: REQ_NONE})
+                to_move = color_of_ply(row.next_ply)
+                clock = self._handed_over(tx, row, to_move, now)
+                tx.update_game(game_id, **{theirs: REQ_NONE}, **clock)
+
+        self._act(caller_id, game_id, opponent, answer)
 
     def resign(self, caller_id: int, game_id: int, opponent: str) -> None:
-        with self.store.writing() as tx:
-            row, color = _own_active_game(tx, caller_id, game_id, opponent)
+        def resign(tx: StoreTx, row: GameRecord, color: str, _now: int) -> None:
             _forfeit(tx, row, color, "resignation")
 
+        self._act(caller_id, game_id, opponent, resign)
+
     def claim_draw(self, caller_id: int, game_id: int, opponent: str) -> None:
-        with self.store.writing() as tx:
-            row, _color = _own_active_game(tx, caller_id, game_id, opponent)
+        def claim(tx: StoreTx, row: GameRecord, _color: str, _now: int) -> None:
             # Every repetition rule of python-chess looks back only to the last
             # irreversible move, at or before base_ply: this board answers as a full
             # replay would.
@@ -189,6 +236,35 @@ class Games:
                 )
             tx.finish_game(game_id, row, WINNER_DRAW, rules.ending_name(reason))
 
+        self._act(caller_id, game_id, opponent, claim)
+
+    def _act(
+        self,
+        caller_id: int,
+        game_id: int,
+        opponent: str,
+        action: Callable[[StoreTx, GameRecord, str, int], None],
+    ) -> None:
+        """Run ``action`` on the caller's active game, in one transaction, unless the
+        game's clock ran out: it then ends on time (committed) and the action is refused."""
+        with self.store.writing() as tx:
+            row, color = _own_active_game(tx, caller_id, game_id, opponent)
+            now = self.clock.now_ms()
+            if not clocks.expired(row, now, self.clock_rules):
+                action(tx, row, color, now)
+                return
+            reason = flag(tx, game_id, row, now)
+        raise timed_out(game_id, reason, clocks.waiting_color(row) == color)
+
+    def _handed_over(self, tx: StoreTx, row: GameRecord, to: str, now: int) -> dict[str, object]:
+        """The clock columns once the game waits for ``to`` (nothing if it already did)."""
+        if not clocks.has_clock(row):
+            return {}
+        player = row.white_id if to == WHITE else row.black_id
+        leave = tx.leaves_until([player], now).get(player)
+        values = clocks.hand_over(row, to, now, leave)
+        return {} if values is None else values.columns()
+
     # -- export and administration -----------------------------------------------------
 
     def pgn(self, game_id: int, caller_id: int | None = None) -> str:
@@ -198,6 +274,8 @@ class Games:
             if caller_id is not None:
                 rules.color_of(row, caller_id, game_id)
             moves = tx.moves(game_id)
+            clock_ms = tx.move_clocks(game_id) if clocks.has_clock(row) else None
+        control = clocks.control_from(row.tc_initial_ms, row.tc_increment_ms, row.tc_cap_ms)
         return game_pgn(
             white=row.white,
             black=row.black,
@@ -208,12 +286,28 @@ class Games:
             winner=row.winner,
             end_reason=row.end_reason,
             moves=moves,
+            control=control,
+            clock_ms=clock_ms,
         )
 
     def list_all(self) -> list[GameListing]:
         with self.store.reading() as tx:
             rows = tx.list_games()
-        return [GameListing(r[0], r[1], r[2], r[3], r[4], r[5] - 1, r[6], r[7]) for r in rows]
+        return [
+            GameListing(
+                r.id,
+                r.white,
+                r.black,
+                r.status,
+                r.winner,
+                r.next_ply - 1,
+                r.changed_at,
+                r.end_reason,
+                control_name(clocks.control_from(r.tc_initial_ms, r.tc_increment_ms, r.tc_cap_ms)),
+                r.deadline_ms,
+            )
+            for r in rows
+        ]
 
     def purge_finished(
         self,

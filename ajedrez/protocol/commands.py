@@ -72,6 +72,8 @@ def _spec(
 _PARTIDA = ("partida", v.partida)
 _DESTINO = ("usuario destino", v.usuario)
 _FECHA = ("fecha", v.fecha)
+_CONTROL = ("control", v.control)
+_WITH_CONTROLS = ("1", v.with_controls)
 
 SPECS: dict[str, Spec] = {
     s.name: s
@@ -102,19 +104,41 @@ SPECS: dict[str, Spec] = {
             runs=Runs.LOOP,
         ),
         _spec("QUIT", False, "end the session (no reply)", runs=Runs.LOOP),
-        _spec("JUEG", True, "challenge a user to a game", _DESTINO),
-        _spec("TRAN", True, "challenges to you made since fecha", _FECHA),
+        _spec(
+            "JUEG",
+            True,
+            "challenge a user to a game, with a time control (3d, 10m, 50d+5d, none...)",
+            _DESTINO,
+            _CONTROL,
+            optional=1,
+        ),
+        _spec(
+            "TRAN",
+            True,
+            "challenges to you made since fecha (1: with their time controls)",
+            _FECHA,
+            _WITH_CONTROLS,
+            optional=1,
+        ),
         _spec(
             "ACEP",
             True,
-            "accept a user's challenge, playing color (B or N)",
+            "accept a user's challenge, playing color (B or N), if it has that time control",
             ("color", v.color),
             _DESTINO,
+            _CONTROL,
+            optional=1,
         ),
         _spec(
             "DECL", True, "decline a user's challenge to you, or withdraw yours to them", _DESTINO
         ),
-        _spec("SOLI", True, "your open challenges: E:<usuario> made, R:<usuario> received"),
+        _spec(
+            "SOLI",
+            True,
+            "your open challenges: E:<usuario> made, R:<usuario> received (1: with controls)",
+            _WITH_CONTROLS,
+            optional=1,
+        ),
         _spec("PPEN", True, "your games created or changed since fecha", _FECHA),
         _spec(
             "BAJA",
@@ -163,6 +187,15 @@ SPECS: dict[str, Spec] = {
             _DESTINO,
         ),
         _spec("PGNX", True, "one of your games as PGN", _PARTIDA),
+        _spec("RELJ", True, "the clocks of one of your games", _PARTIDA),
+        _spec(
+            "LICE",
+            True,
+            "leave: I start (for dias, or all you have left), F end, E status",
+            ("accion", v.leave_action),
+            ("dias", v.dias),
+            optional=1,
+        ),
         _spec(
             "UNSU",
             True,

@@ -125,6 +125,37 @@ def yes_no(value: str) -> bool:
     return value == "S"
 
 
+def control(value: str) -> str:
+    """A time control (section 2), checked for syntax and kept as sent."""
+    from ajedrez.protocol.timecontrol import parse_control  # imports this module
+
+    parse_control(value)
+    return value
+
+
+def with_controls(value: str) -> bool:
+    """TRAN's and SOLI's optional field: ``1`` asks for each challenge's time control."""
+    if value != "1":
+        raise ValueError(f"invalid option '{shown(value)}': 1 (with time controls)")
+    return True
+
+
+LEAVE_ACTIONS = ("I", "F", "E")  # LICE: iniciar, finalizar, estado
+MAX_LEAVE_DAYS = 366
+
+
+def leave_action(value: str) -> str:
+    if value not in LEAVE_ACTIONS:
+        raise ValueError(f"invalid action '{shown(value)}': I (start), F (end) or E (status)")
+    return value
+
+
+def dias(value: str) -> int:
+    if not (_DIGITS.fullmatch(value) and len(value) <= 3 and 1 <= int(value) <= MAX_LEAVE_DAYS):
+        raise ValueError(f"invalid number of days '{shown(value)}': 1 to {MAX_LEAVE_DAYS}")
+    return int(value)
+
+
 def help_topic(value: str) -> str:
     if value and not (len(value) == 4 and value.isascii() and value.isalpha()):
         raise ValueError(f"invalid command name '{shown(value)}'")

@@ -22,7 +22,7 @@ from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.commands import PRE_LOGIN, SPECS, help_text, lookup, parse_args
 from ajedrez.protocol.fields import format_fecha, format_partida
 from ajedrez.protocol.framing import LineError, encode_records, encode_reply, parse_line
-from ajedrez.protocol.records import MoveRecord, OpenChallenge, RankEntry, Removal
+from ajedrez.protocol.records import Challenger, MoveRecord, OpenChallenge, RankEntry, Removal
 from ajedrez.server.ratelimit import RateLimit
 from ajedrez.server.throttle import LoginThrottle
 from ajedrez.store.moves import Moves
@@ -238,16 +238,20 @@ class Session:
 
     # -- challenges --------------------------------------------------------------------
 
-    def do_JUEG(self, target: str) -> Outcome:
-        self.games.challenge(self._me.id, target)
+    def do_JUEG(self, target: str, control: str | None = None) -> Outcome:
+        self.games.challenge(self._me.id, target, control)
         return self._reply(Reply.S_TRAN)
 
-    def do_TRAN(self, since: int) -> Outcome:
-        stamp, names = self.games.challengers_since(self._me.id, since)
-        return self._since(Reply.S_TRAN, stamp, names)
+    def do_TRAN(self, since: int, with_controls: bool = False) -> Outcome:
+        stamp, found = self.games.challengers_since(self._me.id, since)
+        if with_controls:
+            records = [Challenger(name, control).encode() for name, control in found]
+        else:
+            records = [name for name, _control in found]
+        return self._since(Reply.S_TRAN, stamp, records)
 
-    def do_ACEP(self, color: str, challenger: str) -> Outcome:
-        game_id = self.games.accept(self._me.id, color, challenger)
+    def do_ACEP(self, color: str, challenger: str, control: str | None = None) -> Outcome:
+        game_id = self.games.accept(self._me.id, color, challenger, control)
         return self._reply(Reply.S_ACEP, format_partida(game_id))
 
     def do_DECL(self, other: str) -> Outcome:
@@ -260,9 +264,12 @@ class Session:
         stamp, games = self.games.games_since(self._me.id, since)
         return self._since(Reply.S_PPEN, stamp, [g.encode() for g in games])
 
-    def do_SOLI(self) -> Outcome:
+    def do_SOLI(self, with_controls: bool = False) -> Outcome:
         challenges = self.games.open_challenges(self._me.id)
-        records = [OpenChallenge(name, not made).encode() for made, name in challenges]
+        records = [
+            OpenChallenge(name, not made, control if with_controls else None).encode()
+            for made, name, control in challenges
+        ]
         return self._records(Reply.S_SOLI, records)
 
     def do_BAJA(self, since: int) -> Outcome:
@@ -314,6 +321,24 @@ class Session:
     def do_FINP(self, game_id: int, opponent: str) -> Outcome:
         self.games.claim_draw(self._me.id, game_id, opponent)
         return self._reply(Reply.S_FINP)
+
+    def do_RELJ(self, game_id: int) -> Outcome:
+        status = self.games.time.clock_status(self._me.id, game_id)
+        return self._reply(Reply.S_RELJ, status.encode())
+
+    def do_LICE(self, action: str, days: int | None = None) -> Outcome:
+        time = self.games.time
+        if days is not None and action != "I":
+            return self._reply(Reply.F_PARAM, f"LICE:{action} takes no dias (only LICE:I does)")
+        if action == "I":
+            leave = time.start_leave(self._me.id, days)
+            log.info("leave started by %s until %d", self.who(), leave.until_ms)
+        elif action == "F":
+            leave = time.end_leave(self._me.id)
+            log.info("leave ended by %s", self.who())
+        else:
+            leave = time.leave_status(self._me.id)
+        return self._reply(Reply.S_LICE, leave.encode())
 
     def do_PGNX(self, game_id: int) -> Outcome:
         text = self.games.pgn(game_id, caller_id=self._me.id)

@@ -14,11 +14,15 @@ import threading
 
 from ajedrez import __version__
 from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.games import Games
+from ajedrez.protocol.timecontrol import DAY_MS, parse_control
 from ajedrez.server import loops
 from ajedrez.server.prefork import Listeners, Master, open_listener
 from ajedrez.server.reactor import LISTEN_BACKLOG, Reactor, tls_context
+from ajedrez.server.scheduler import Scheduler
 from ajedrez.server.settings import Settings, SettingsError, add_arguments, load
+from ajedrez.server.testclock import FileClock
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import upgrade
 from ajedrez.store.moves import Moves
@@ -84,13 +88,18 @@ def main(argv: list[str] | None = None) -> int:
     if tls is not None and settings.tls_port is None:
         log.error("--tls-cert and --tls-key need --tls-port")
         return 1
+    try:
+        time = _time(settings)
+    except (OSError, ValueError) as e:
+        log.error("cannot read the clock file %s: %s", settings.clock_file, _one_line(e))
+        return 1
     log.info("event loop: %s", settings.event_loop)
     if settings.workers > 1:
         db.dispose()  # each worker opens its own: no connection may cross a fork
         writer = db.uses_writer_process and settings.writer_process
-        return _serve_workers(settings, url, tls, writer_process=writer)
+        return _serve_workers(settings, url, tls, time, writer_process=writer)
     try:
-        return loops.run(_serve(settings, db, tls), settings.event_loop)
+        return loops.run(_serve(settings, db, tls, time, scheduler=True), settings.event_loop)
     finally:
         db.dispose()
         log.info("server stopped")
@@ -103,6 +112,23 @@ def _log_as(process: str) -> None:
         )
 
 
+Time = tuple[Clock, ClockRules]
+
+
+def _time(settings: Settings) -> Time:
+    """The clock and the clock rules, the start-up grace counted from now (before any
+    worker starts, so a worker that is replaced does not start it again)."""
+    clock: Clock = FileClock(settings.clock_file) if settings.clock_file else SystemClock()
+    rules = ClockRules(
+        default_control=parse_control(settings.default_time_control),
+        leave_days=settings.leave_days,
+        min_bank_ms=settings.clock_min_seconds * 1000,
+        max_bank_ms=settings.clock_max_days * DAY_MS,
+        flag_after_ms=clock.now_ms() + round(settings.flag_grace * 1000),
+    )
+    return clock, rules
+
+
 def _database(url: str, settings: Settings) -> Database:
     return Database(
         url,
@@ -112,7 +138,7 @@ def _database(url: str, settings: Settings) -> Database:
 
 
 def _serve_workers(
-    settings: Settings, url: str, tls: ssl.SSLContext | None, *, writer_process: bool
+    settings: Settings, url: str, tls: ssl.SSLContext | None, time: Time, *, writer_process: bool
 ) -> int:
     listeners: Listeners = {}
     ports = [("plain", settings.port)]
@@ -142,7 +168,7 @@ def _serve_workers(
             signal.signal(signum, lambda _n, _frame: stop.set())
         db = _database(url, settings)
         try:
-            moves = Moves.of(db)
+            moves = Moves.of(db, *time)
             return serve_writes(
                 db.write_jobs, writer[1], moves.job_from_payload, db.group_commit, stop
             )
@@ -156,7 +182,8 @@ def _serve_workers(
             writer[1].close()
             db.writer_process = WriterClient(writer[0])
         try:
-            return loops.run(_serve(settings, db, tls, listeners), settings.event_loop)
+            serve = _serve(settings, db, tls, time, listeners, scheduler=number == 1)
+            return loops.run(serve, settings.event_loop)
         finally:
             db.dispose()
 
@@ -176,9 +203,14 @@ async def _serve(
     settings: Settings,
     db: Database,
     tls: ssl.SSLContext | None,
+    time: Time,
     listeners: Listeners | None = None,
+    *,
+    scheduler: bool,
 ) -> int:
+    """Serve until stopped; ``scheduler``: this process ends games on time."""
     lim = settings.limits
+    games = Games(db, *time)
     accounts = Accounts(
         db,
         max_pending=lim.max_pending_subscriptions,
@@ -186,8 +218,8 @@ async def _serve(
     )
     reactor = Reactor(
         accounts,
-        Games(db),
-        Moves.of(db),
+        games,
+        Moves.of(db, *time),
         settings.host,
         settings.port,
         settings.limits,
@@ -215,7 +247,12 @@ async def _serve(
         _log_listening(opened)
     else:
         log.info("serving")
+    flagger = Scheduler(games.time, settings.clock_poll) if scheduler else None
+    if flagger is not None:
+        flagger.start()
     await reactor.serve_until_stopped()
+    if flagger is not None:
+        await flagger.stop()
     if db.writer_process is not None:
         db.writer_process.close()
     return 0

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ajedrez.protocol.framing import MAX_LINE
+from ajedrez.protocol.timecontrol import parse_control
 from ajedrez.server import loops
 
 DEFAULT_PORT = 1995  # the year of ESPOL 2.0; above 1024 so no privileges are needed
@@ -67,6 +68,15 @@ class Settings:
     # PostgreSQL with --workers: one process commits every worker's moves (writer_process.py);
     # false: each worker commits its own, with its writer thread.
     writer_process: bool = True
+    # Clocks (docs/protocol.md section 5).
+    default_time_control: str = "none"  # for a JUEG that names none
+    leave_days: int = 30  # leave per player and calendar year
+    flag_grace: float = 300.0  # seconds after start-up before any game ends on time
+    clock_poll: float = 1.0  # seconds between the scheduler's looks at the next deadline
+    clock_min_seconds: int = 10  # the smallest initial bank a time control may have
+    clock_max_days: int = 365  # the largest bank, increment or cap
+    # Tests only: read the time from this file (ms since 1970) instead of the system.
+    clock_file: str | None = None
     limits: Limits = Limits()
 
 
@@ -102,6 +112,12 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
         raise SettingsError(f"event_loop must be one of {', '.join(loops.EVENT_LOOPS)}")
     if not loops.available(settings.event_loop):
         raise SettingsError(f"event_loop {settings.event_loop}: that package is not installed")
+    try:
+        parse_control(settings.default_time_control)
+    except ValueError as e:
+        raise SettingsError(f"default_time_control: {e}") from None
+    if settings.clock_poll <= 0:
+        raise SettingsError("setting clock_poll must be above 0")
     if bool(settings.tls_cert) != bool(settings.tls_key):
         raise SettingsError("tls_cert and tls_key go together")
     return replace(settings, limits=limits)
@@ -176,6 +192,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="PostgreSQL with --workers: one process commits every worker's moves "
         f"({'on' if d.writer_process else 'off'})",
+    )
+    p.add_argument(
+        "--default-time-control",
+        help="the time control of a challenge that names none: none, a preset (3d, 10m, "
+        f"iccf-10/50...) or <initial>+<increment>[/<cap>] ({d.default_time_control})",
+    )
+    p.add_argument("--leave-days", type=int, help=f"leave days per player a year ({d.leave_days})")
+    p.add_argument(
+        "--flag-grace",
+        type=float,
+        help="seconds after start-up before any game ends on time, so an administrator can "
+        f"give time back after an outage ({d.flag_grace:g})",
+    )
+    p.add_argument(
+        "--clock-poll",
+        type=float,
+        help=f"seconds between the scheduler's looks at the next deadline ({d.clock_poll:g})",
+    )
+    p.add_argument(
+        "--clock-min-seconds",
+        type=int,
+        help=f"the smallest initial bank of a time control ({d.clock_min_seconds})",
+    )
+    p.add_argument(
+        "--clock-max-days",
+        type=int,
+        help=f"the largest bank, increment or cap of a time control ({d.clock_max_days})",
+    )
+    p.add_argument(
+        "--clock-file",
+        help="tests only: read the time (ms since 1970) from this file instead of the system",
     )
     for name, text in (
         ("max_connections", "connections served at once"),

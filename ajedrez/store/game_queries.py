@@ -8,6 +8,7 @@ from typing import Any
 import chess
 from sqlalchemy import Connection, case, delete, insert, select, update
 
+from ajedrez.domain.clocks import control_columns, control_from
 from ajedrez.domain.rules import as_move
 from ajedrez.protocol.records import (
     REQ_NONE,
@@ -17,10 +18,13 @@ from ajedrez.protocol.records import (
     WINNER_NONE,
     WINNER_WHITE,
 )
+from ajedrez.protocol.timecontrol import TimeControl
 from ajedrez.store import statements as st
 from ajedrez.store.models import Game, GameRequest, Move, Removal, User
 
 CHUNK = 500  # ids per statement when deleting many games
+_CONTROL = (GameRequest.tc_initial_ms, GameRequest.tc_increment_ms, GameRequest.tc_cap_ms)
+_CONTROL_OF_GAME = (Game.tc_initial_ms, Game.tc_increment_ms, Game.tc_cap_ms)
 
 
 class GameQueries:
@@ -67,7 +71,9 @@ class GameQueries:
         )
         return found is not None
 
-    def add_challenge(self, challenger_id: int, challenged_id: int) -> None:
+    def add_challenge(
+        self, challenger_id: int, challenged_id: int, control: TimeControl | None
+    ) -> None:
         lo, hi = sorted((challenger_id, challenged_id))
         self.conn.execute(
             insert(GameRequest).values(
@@ -76,30 +82,35 @@ class GameQueries:
                 user_lo=lo,
                 user_hi=hi,
                 created_at=self.stamp,
+                **control_columns(control),
             )
         )
 
-    def challengers_since(self, user_id: int, since: int) -> list[str]:
-        """The users whose open challenges to ``user_id`` are at least as recent as ``since``."""
-        names = self.conn.scalars(
-            select(User.name)
+    def challengers_since(self, user_id: int, since: int) -> list[tuple[str, TimeControl | None]]:
+        """(user, time control) of the open challenges to ``user_id`` at least as recent
+        as ``since``."""
+        rows = self.conn.execute(
+            select(User.name, *_CONTROL)
             .join(GameRequest, GameRequest.challenger_id == User.id)
             .where(GameRequest.challenged_id == user_id, GameRequest.created_at >= since)
             .order_by(GameRequest.created_at, User.name)
         ).all()
-        return list(names)
+        return [(r.name, control_from(*r[1:])) for r in rows]
 
-    def take_challenge(self, challenger_id: int, challenged_id: int) -> bool:
-        """Remove the open challenge from one to the other; False if there is none."""
+    def take_challenge(
+        self, challenger_id: int, challenged_id: int
+    ) -> tuple[TimeControl | None] | None:
+        """Remove the open challenge from one to the other and return its time control
+        (in a 1-tuple); None if there is none."""
         taken = self.conn.execute(
             delete(GameRequest)
             .where(
                 GameRequest.challenger_id == challenger_id,
                 GameRequest.challenged_id == challenged_id,
             )
-            .returning(GameRequest.id)
+            .returning(*_CONTROL)
         ).first()
-        return taken is not None
+        return None if taken is None else (control_from(*taken),)
 
     def drop_challenges_between(self, lo: int, hi: int) -> int:
         return self.conn.execute(
@@ -115,10 +126,11 @@ class GameQueries:
         ).all()
         return [a if b == user_id else b for a, b in closed]
 
-    def open_challenges(self, user_id: int) -> list[tuple[bool, str]]:
-        """(made by ``user_id``, the other user) of every open challenge, oldest first."""
+    def open_challenges(self, user_id: int) -> list[tuple[bool, str, TimeControl | None]]:
+        """(made by ``user_id``, the other user, time control) of every open challenge,
+        oldest first."""
         rows = self.conn.execute(
-            select(GameRequest.challenger_id, User.name)
+            select(GameRequest.challenger_id, User.name, *_CONTROL)
             .join(
                 User,
                 User.id
@@ -130,7 +142,7 @@ class GameQueries:
             .where((GameRequest.challenger_id == user_id) | (GameRequest.challenged_id == user_id))
             .order_by(GameRequest.created_at, GameRequest.id)
         ).all()
-        return [(r.challenger_id == user_id, r.name) for r in rows]
+        return [(r.challenger_id == user_id, r.name, control_from(*r[2:])) for r in rows]
 
     def removals_since(self, user_id: int, since: int) -> list[tuple[str, str]]:
         rows = self.conn.execute(
@@ -142,7 +154,10 @@ class GameQueries:
 
     # -- games ---------------------------------------------------------------------------
 
-    def add_game(self, white_id: int, black_id: int, fen: str) -> int:
+    def add_game(
+        self, white_id: int, black_id: int, fen: str, clock: dict[str, object] | None = None
+    ) -> int:
+        """A new game; ``clock``: its ``tc_*`` and clock columns (none: no clock)."""
         lo, hi = sorted((white_id, black_id))
         return self.conn.execute(
             insert(Game)
@@ -159,6 +174,7 @@ class GameQueries:
                 fen=fen,
                 created_at=self.stamp,
                 changed_at=self.stamp,
+                **(clock or {}),
             )
             .returning(Game.id)
         ).scalar_one()
@@ -201,6 +217,13 @@ class GameQueries:
         """The game's moves after ply ``after``, in order."""
         return stored_moves(self.conn, game_id, after=after)
 
+    def move_clocks(self, game_id: int) -> list[int | None]:
+        """Each move's remaining time for its mover (ms; None: not timed), in order."""
+        found = self.conn.scalars(
+            select(Move.clock_ms).where(Move.game_id == game_id).order_by(Move.ply)
+        )
+        return list(found)
+
     def update_game(self, game_id: int, **values: object) -> None:
         values.setdefault("changed_at", self.stamp)
         self.conn.execute(update(Game).where(Game.id == game_id).values(**values))
@@ -219,22 +242,26 @@ class GameQueries:
             winner=winner,
             end_reason=reason,
             finished_at=self.stamp,
+            deadline_ms=None,  # no clock runs in a finished game
             **values,
         )
 
     def list_games(self) -> list[Any]:
-        """Every game: id, white, black, status, winner, next_ply, changed_at, end_reason."""
+        """Every game: id, white, black, status, winner, next_ply, changed_at, end_reason,
+        its time control and deadline."""
         return list(
             self.conn.execute(
                 select(
                     Game.id,
-                    st.White.name,
-                    st.Black.name,
+                    st.White.name.label("white"),
+                    st.Black.name.label("black"),
                     Game.status,
                     Game.winner,
                     Game.next_ply,
                     Game.changed_at,
                     Game.end_reason,
+                    *_CONTROL_OF_GAME,
+                    Game.deadline_ms,
                 )
                 .join(st.White, st.White.id == Game.white_id)
                 .join(st.Black, st.Black.id == Game.black_id)
@@ -249,6 +276,60 @@ class GameQueries:
         if before is not None:
             query = query.where(Game.finished_at < before)
         return list(self.conn.execute(query.order_by(Game.id)).all())
+
+    # -- clocks and leave ---------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        """The earliest running deadline (``ix_games_deadline``)."""
+        return self.conn.scalar(st.NEXT_DEADLINE)
+
+    def due_games(self, now_ms: int, limit: int) -> list[Any]:
+        """Up to ``limit`` games whose deadline is at or before ``now_ms``, earliest first,
+        locked; games another transaction holds are skipped, not waited for."""
+        return list(
+            self.conn.execute(
+                st.game_select()
+                .where(Game.deadline_ms.isnot(None), Game.deadline_ms <= now_ms)
+                .order_by(Game.deadline_ms)
+                .limit(limit)
+                .with_for_update(of=Game, skip_locked=True)
+            ).all()
+        )
+
+    def running_clocks(
+        self, *, game_id: int | None = None, user_id: int | None = None
+    ) -> list[Any]:
+        """The games whose clock runs (of one game, or of one player's), locked in id order."""
+        query = st.game_select().where(Game.deadline_ms.isnot(None))
+        if game_id is not None:
+            query = query.where(Game.id == game_id)
+        if user_id is not None:
+            query = query.where((Game.white_id == user_id) | (Game.black_id == user_id))
+        return list(self.conn.execute(query.order_by(Game.id).with_for_update(of=Game)).all())
+
+    def leaves_until(self, user_ids: list[int], now_ms: int) -> dict[int, int]:
+        """When the leave of each of these users who is on leave at ``now_ms`` ends."""
+        rows = self.conn.execute(
+            select(User.id, User.leave_until_ms).where(
+                User.id.in_(user_ids), User.leave_until_ms > now_ms
+            )
+        ).all()
+        return {r.id: r.leave_until_ms for r in rows}
+
+    def leave_of(self, user_id: int) -> Any:
+        """The user's leave columns, locked."""
+        return self.conn.execute(
+            select(User.leave_until_ms, User.leave_left_ms, User.leave_year)
+            .where(User.id == user_id)
+            .with_for_update()
+        ).one()
+
+    def set_leave(self, user_id: int, until_ms: int | None, left_ms: int, year: int) -> None:
+        self.conn.execute(
+            update(User)
+            .where(User.id == user_id)
+            .values(leave_until_ms=until_ms, leave_left_ms=left_ms, leave_year=year)
+        )
 
     def delete_games(self, ids: list[int]) -> None:
         for start in range(0, len(ids), CHUNK):

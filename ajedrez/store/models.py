@@ -60,6 +60,11 @@ class User(Base):
     admitted_at: Mapped[int] = mapped_column(BigInteger)
     changed_at: Mapped[int] = mapped_column(BigInteger, index=True)
     wins: Mapped[int] = mapped_column(Integer, default=0)
+    # Leave (LICE): when the current leave ends (ms; NULL or past: not on leave), and
+    # the leave left in ``leave_year`` after it (ms; another year: the full allowance).
+    leave_until_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    leave_left_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    leave_year: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     __table_args__ = (
         Index("ix_users_wins_name", "wins", "name"),
@@ -98,6 +103,10 @@ class GameRequest(Base):
     user_lo: Mapped[int] = mapped_column(Integer)
     user_hi: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[int] = mapped_column(BigInteger)
+    # The time control the game will have (ms; tc_initial_ms NULL: no clock).
+    tc_initial_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    tc_increment_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    tc_cap_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     __table_args__ = (
         UniqueConstraint("user_lo", "user_hi"),
@@ -130,6 +139,18 @@ class Game(Base):
     created_at: Mapped[int] = mapped_column(BigInteger)
     changed_at: Mapped[int] = mapped_column(BigInteger)
     finished_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # The clock (docs/protocol.md section 5), all in ms. tc_*: the time control (NULL:
+    # no clock). white_ms/black_ms: each side's bank; the running side's as it was at
+    # clock_since_ms, when its clock started (later than now while it is on leave).
+    # deadline_ms: when the running side runs out, NULL when no clock runs (no clock,
+    # or the game is over), so the scheduler's index holds the running clocks alone.
+    tc_initial_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    tc_increment_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    tc_cap_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    white_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    black_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    clock_since_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    deadline_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     __table_args__ = (
         # One active game per pair of players (seed 5.1); finished games do not count.
@@ -144,6 +165,13 @@ class Game(Base):
         Index("ix_games_white_changed", "white_id", "changed_at"),
         Index("ix_games_black_changed", "black_id", "changed_at"),
         Index("ix_games_status", "status"),
+        # The scheduler's next deadline, and the games due, without a scan.
+        Index(
+            "ix_games_deadline",
+            "deadline_ms",
+            sqlite_where=deadline_ms.isnot(None),
+            postgresql_where=deadline_ms.isnot(None),
+        ),
         CheckConstraint("white_id <> black_id", name="two_players"),
         CheckConstraint("status IN (0, 2)", name="status"),
         CheckConstraint("winner BETWEEN 0 AND 3", name="winner"),
@@ -170,6 +198,8 @@ class Move(Base):
     promocion: Mapped[int] = mapped_column(SmallInteger, default=0)
     san: Mapped[str] = mapped_column(String(10))
     created_at: Mapped[int] = mapped_column(BigInteger)
+    # The mover's bank after the move (ms; NULL: no clock), for PGN's %clk.
+    clock_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     __table_args__ = (
         CheckConstraint("ply >= 1", name="ply"),

@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ajedrez.domain import rules
+from ajedrez.domain import clocks, rules
+from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.errors import Conflict, Failure
+from ajedrez.domain.timekeeping import flag, timed_out
 from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.records import MoveRecord
+from ajedrez.protocol.records import BLACK, STATUS_ACTIVE, WHITE, MoveRecord
 from ajedrez.store import statements as st
 from ajedrez.store.db import Database, mapped_errors
 from ajedrez.store.game_queries import stored_moves
@@ -67,15 +69,22 @@ class MoveJob:
 class Moves:
     """The moves of one store: queued writes and queued reads of a game."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(
+        self, db: Database, clock: Clock | None = None, clock_rules: ClockRules | None = None
+    ) -> None:
         self.db = db
+        self.clock = clock or SystemClock()
+        self.clock_rules = clock_rules or ClockRules()
         self.boards = rules.Boards(rules.BOARD_CACHE_GAMES)
 
     @staticmethod
-    def of(db: Database) -> Moves:
+    def of(
+        db: Database, clock: Clock | None = None, clock_rules: ClockRules | None = None
+    ) -> Moves:
         """The implementation for ``db``: where writers take turns, moves are checked
         before they queue."""
-        return SqliteMoves(db) if db.serializes_writes else PostgresMoves(db)
+        kind = SqliteMoves if db.serializes_writes else PostgresMoves
+        return kind(db, clock, clock_rules)
 
     # -- from an event loop --------------------------------------------------------------
 
@@ -125,8 +134,11 @@ class Moves:
                 move.promocion,
             ):
                 return  # an exact resend of the move just stored: nothing to do
+        now = self.clock.now_ms()
+        self._refuse_if_late(tx, job, row, now)
         plan = self._plan(tx, job, row)
-        self.store([_move_values(tx, job, plan)], tx)
+        leaves = self._leaves(tx, [(job, row)], now)
+        self.store([_move_values(tx, job, plan, row, now, leaves)], tx)
         _finish_if_over(tx, job.game_id, row, plan)
 
     def write_batch(self, tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
@@ -140,9 +152,9 @@ class Moves:
         anything is written, so it leaves nothing to undo; a database fault raises, and
         ``Database.write_jobs`` then runs each job alone."""
         rows = self.rows(tx, sorted({j.game_id for j in jobs}))
+        now = self.clock.now_ms()
         out: list[Exception | None] = [None] * len(jobs)
-        values: list[dict[str, object]] = []
-        endings = []
+        planned: list[tuple[MoveJob, Any, rules.Plan]] = []
         alone: list[int] = []
         seen: set[int] = set()
         for i, job in enumerate(jobs):
@@ -157,21 +169,42 @@ class Moves:
                 if rules.maybe_resend(row, job.caller_id, job.game_id, job.move):
                     alone.append(i)
                     continue
+                self._refuse_if_late(tx, job, row, now)
                 plan = self._plan(tx, job, row)
             except Failure as e:
                 out[i] = e
                 continue
-            values.append(_move_values(tx, job, plan))
-            endings.append((job.game_id, row, plan))
-        self.store(values, tx)
-        for game_id, row, plan in endings:
-            _finish_if_over(tx, game_id, row, plan)
+            planned.append((job, row, plan))
+        leaves = self._leaves(tx, [(job, row) for job, row, _plan in planned], now)
+        self.store([_move_values(tx, j, p, r, now, leaves) for j, r, p in planned], tx)
+        for job, row, plan in planned:
+            _finish_if_over(tx, job.game_id, row, plan)
         for i in alone:
             try:
                 jobs[i](tx)
             except Failure as e:
                 out[i] = e
         return out
+
+    def _refuse_if_late(self, tx: Tx, job: MoveJob, row: Any, now: int) -> None:
+        """A move at or after its game's deadline ends the game on time (written in this
+        transaction) and is refused."""
+        if row.status == STATUS_ACTIVE and clocks.expired(row, now, self.clock_rules):
+            rules.color_of(row, job.caller_id, job.game_id)  # a stranger learns nothing more
+            reason = flag(tx, job.game_id, row, now)
+            mine = rules.color_of(row, job.caller_id, job.game_id) == clocks.waiting_color(row)
+            raise timed_out(job.game_id, reason, mine)
+
+    @staticmethod
+    def _leaves(tx: Tx, moved: list[tuple[MoveJob, Any]], now: int) -> dict[int, int]:
+        """When the leave ends of each player whose correspondence clock these moves start
+        and who is on leave: one query for a batch, none without such a game."""
+        players = [
+            row.black_id if row.white_id == job.caller_id else row.white_id
+            for job, row in moved
+            if clocks.has_clock(row) and clocks.correspondence(row)
+        ]
+        return tx.leaves_until(players, now) if players else {}
 
     def _plan(self, tx: Tx, job: MoveJob, row: Any) -> rules.Plan:
         return rules.current_plan(
@@ -228,10 +261,30 @@ def just_played(game_id: int, move: MoveRecord) -> Failure:
     return Failure(Reply.F_PLY, f"ply {move.ply} of {rules.pid(game_id)} was just played")
 
 
-def _move_values(tx: Tx, job: MoveJob, plan: rules.Plan) -> dict[str, object]:
+def _move_values(
+    tx: Tx, job: MoveJob, plan: rules.Plan, row: Any, now: int, leaves: dict[int, int]
+) -> dict[str, object]:
     """The parameters of ``INSERT_MOVE``, ``UPDATE_AFTER_MOVE`` and ``STORE_MOVES``."""
     move = job.move
-    return {
+    clock: dict[str, object] = {
+        "m_clock": None,
+        "g_white_ms": row.white_ms,
+        "g_black_ms": row.black_ms,
+        "g_since": row.clock_since_ms,
+        "g_deadline": row.deadline_ms,
+    }
+    if clocks.has_clock(row):
+        mover = WHITE if row.white_id == job.caller_id else BLACK
+        opponent = row.black_id if mover == WHITE else row.white_id
+        after, bank = clocks.after_move(row, mover, now, leaves.get(opponent))
+        clock = {
+            "m_clock": bank,
+            "g_white_ms": after.white_ms,
+            "g_black_ms": after.black_ms,
+            "g_since": after.since_ms,
+            "g_deadline": after.deadline_ms,
+        }
+    return clock | {
         "m_game": job.game_id,
         "m_ply": move.ply,
         "m_jugada": move.jugada,

@@ -55,6 +55,12 @@ PLAY_ROW = Prepared(
         Game.base_ply,
         Game.base_fen,
         Game.end_reason,
+        Game.tc_increment_ms,
+        Game.tc_cap_ms,
+        Game.white_ms,
+        Game.black_ms,
+        Game.clock_since_ms,
+        Game.deadline_ms,
     )
     .where(Game.id == bindparam("gid"))
     .with_for_update()
@@ -65,6 +71,10 @@ PLAY_ROWS = Prepared(
     .where(Game.id == any_(bindparam("gids", type_=ARRAY(Integer))))
     .order_by(Game.id)
     .with_for_update()
+)
+# The scheduler's next deadline: the first entry of ix_games_deadline.
+NEXT_DEADLINE = (
+    select(Game.deadline_ms).where(Game.deadline_ms.isnot(None)).order_by(Game.deadline_ms).limit(1)
 )
 MOVE_AT = Prepared(
     select(Move.jugada, Move.reverso, Move.posicion, Move.promocion).where(
@@ -102,6 +112,7 @@ INSERT_MOVE = Prepared(
         promocion=bindparam("m_promocion"),
         san=bindparam("m_san"),
         created_at=bindparam("m_at"),
+        clock_ms=bindparam("m_clock"),
     )
 )
 UPDATE_AFTER_MOVE = Prepared(
@@ -113,6 +124,10 @@ UPDATE_AFTER_MOVE = Prepared(
         changed_at=bindparam("g_changed"),
         base_ply=bindparam("g_base_ply"),
         base_fen=bindparam("g_base_fen"),
+        white_ms=bindparam("g_white_ms"),
+        black_ms=bindparam("g_black_ms"),
+        clock_since_ms=bindparam("g_since"),
+        deadline_ms=bindparam("g_deadline"),
     )
 )
 
@@ -156,9 +171,14 @@ _MOVE_FIELDS = (
     ("m_posicion", Move.posicion),
     ("m_promocion", Move.promocion),
     ("m_san", Move.san),
+    ("m_clock", Move.clock_ms),
     ("g_fen", Game.fen),
     ("g_base_ply", Game.base_ply),
     ("g_base_fen", Game.base_fen),
+    ("g_white_ms", Game.white_ms),
+    ("g_black_ms", Game.black_ms),
+    ("g_since", Game.clock_since_ms),
+    ("g_deadline", Game.deadline_ms),
 )
 _NEW_MOVES = (
     func.unnest(*(_array(name, column) for name, column in _MOVE_FIELDS))
@@ -174,13 +194,17 @@ STORE_MOVES = PreparedMany(
         changed_at=bindparam("g_changed"),
         base_ply=_NEW_MOVES.c.g_base_ply,
         base_fen=_NEW_MOVES.c.g_base_fen,
+        white_ms=_NEW_MOVES.c.g_white_ms,
+        black_ms=_NEW_MOVES.c.g_black_ms,
+        clock_since_ms=_NEW_MOVES.c.g_since,
+        deadline_ms=_NEW_MOVES.c.g_deadline,
     )
     .add_cte(
         insert(Move)
         .from_select(
-            [column.key for _, column in _MOVE_FIELDS[:7]] + ["created_at"],
+            [column.key for _, column in _MOVE_FIELDS[:8]] + ["created_at"],
             select(
-                *(_NEW_MOVES.c[name] for name, _ in _MOVE_FIELDS[:7]),
+                *(_NEW_MOVES.c[name] for name, _ in _MOVE_FIELDS[:8]),
                 bindparam("m_at", type_=Move.created_at.type),
             ),
         )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.clocks import Clock, ClockRules
 from ajedrez.domain.games import Games
 from ajedrez.protocol.framing import decode_header
 from ajedrez.server.espol import Outcome, Session
@@ -24,13 +25,21 @@ from ajedrez.store.moves import Moves
 HEADER = 6
 
 
-def make_session(db: Database, *, peer: str = "127.0.0.1:50000", **options: Any) -> Session:
-    """A fresh session on ``db``, not logged in; ``options`` are the Session's other
-    keyword arguments (``throttle``, ``subs_limit``)."""
+def make_session(
+    db: Database,
+    *,
+    peer: str = "127.0.0.1:50000",
+    clock: Clock | None = None,
+    clock_rules: ClockRules | None = None,
+    **options: Any,
+) -> Session:
+    """A fresh session on ``db``, not logged in, timed by ``clock`` (the system's when
+    None); ``options`` are the Session's other keyword arguments (``throttle``,
+    ``subs_limit``)."""
     return Session(
         Accounts(db),
-        Games(db),
-        Moves.of(db),
+        Games(db, clock, clock_rules),
+        Moves.of(db, clock, clock_rules),
         peer=peer,
         address=peer.rsplit(":", 1)[0],
         **options,

@@ -1,0 +1,173 @@
+"""Time as the service keeps it: games ended on time (the scheduler's work, and any
+command that finds a clock run out), the clock as RELJ shows it, players' leave (LICE),
+and the administrator's extensions. The arithmetic is ``clocks.py``'s; this module holds
+the transactions, written against the store's protocol (``ports.py``).
+"""
+
+from __future__ import annotations
+
+from ajedrez.domain import clocks, rules
+from ajedrez.domain.clocks import Clock, ClockRules
+from ajedrez.domain.errors import Failure
+from ajedrez.domain.ports import GameRecord, Store, StoreTx
+from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.records import (
+    BLACK,
+    NO_CLOCK_RUNS,
+    WHITE,
+    ClockStatus,
+    LeaveStatus,
+)
+from ajedrez.protocol.timecontrol import DAY_MS, control_name, format_duration
+
+FLAG_BATCH = 200  # games ended on time in one transaction
+
+
+def flag(tx: StoreTx, game_id: int, row: clocks.ClockGameRow, now_ms: int) -> str:
+    """End the game on time: the running side's bank is spent. Returns the end reason."""
+    winner, reason = clocks.timeout_result(row, row.fen)
+    spent = "white_ms" if clocks.waiting_color(row) == WHITE else "black_ms"
+    tx.finish_game(game_id, row, winner, reason, **{spent: 0})
+    return reason
+
+
+def timed_out(game_id: int, reason: str, mine: bool) -> Failure:
+    whose = "your" if mine else "your opponent's"
+    return Failure(
+        Reply.F_GAMEOVER, f"{whose} time ran out: {rules.pid(game_id)} is finished ({reason})"
+    )
+
+
+class Timekeeping:
+    def __init__(self, store: Store, clock: Clock, clock_rules: ClockRules) -> None:
+        self.store = store
+        self.clock = clock
+        self.rules = clock_rules
+
+    # -- the scheduler ---------------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        """The earliest deadline of a running clock (ms), found by its index."""
+        with self.store.reading() as tx:
+            return tx.next_deadline()
+
+    def flag_due(self, limit: int = FLAG_BATCH) -> list[tuple[int, str]]:
+        """End on time up to ``limit`` games whose running clock is out; returns (game,
+        end reason) of each. Games another transaction holds are left for the next call
+        (``SKIP LOCKED``): a move that commits meanwhile may have saved them."""
+        now = self.clock.now_ms()
+        if not self.rules.may_flag(now):
+            return []
+        ended = []
+        with self.store.writing() as tx:
+            for row in tx.due_games(now, limit):
+                if clocks.expired(row, now, self.rules):
+                    ended.append((row.id, flag(tx, row.id, row, now)))
+        return ended
+
+    # -- RELJ --------------------------------------------------------------------------------
+
+    def clock_status(self, caller_id: int, game_id: int) -> ClockStatus:
+        with self.store.reading() as tx:
+            row = tx.game(game_id)
+            if row is None:
+                raise rules.no_game(game_id)
+            rules.color_of(row, caller_id, game_id)
+            now = self.clock.now_ms()
+            leaves = tx.leaves_until([row.white_id, row.black_id], now)
+        control = clocks.control_from(row.tc_initial_ms, row.tc_increment_ms, row.tc_cap_ms)
+        running = row.deadline_ms is not None
+        return ClockStatus(
+            rules.pid(game_id),
+            now,
+            control_name(control),
+            clocks.remaining(row, WHITE, now),
+            clocks.remaining(row, BLACK, now),
+            clocks.waiting_color(row) if running else NO_CLOCK_RUNS,
+            row.deadline_ms or 0,
+            leaves.get(row.white_id, 0),
+            leaves.get(row.black_id, 0),
+            row.end_reason or "",
+        )
+
+    # -- leave (LICE) ----------------------------------------------------------------------
+
+    def start_leave(self, caller_id: int, days: int | None) -> LeaveStatus:
+        """Leave from now, for ``days`` or all the leave left this year."""
+        with self.store.writing() as tx:
+            now = self.clock.now_ms()
+            user = tx.leave_of(caller_id)
+            if user.leave_until_ms is not None and user.leave_until_ms > now:
+                raise Failure(Reply.F_LEAVE, "you are on leave already; end it first (LICE:F)")
+            year = clocks.utc_year(now)
+            left = clocks.leave_left_ms(year, user.leave_year, user.leave_left_ms, self.rules)
+            if left <= 0:
+                raise Failure(Reply.F_LEAVE, f"you have no leave left in {year}")
+            length = left if days is None else min(days * DAY_MS, left)
+            until = now + length
+            waiting = self._waiting_on(tx, caller_id)
+            for row in waiting:
+                if clocks.remaining(row, clocks.waiting_color(row), now) < clocks.LEAVE_MARGIN_MS:
+                    raise Failure(
+                        Reply.F_LEAVE,
+                        f"less than {format_duration(clocks.LEAVE_MARGIN_MS)} is left on your "
+                        f"clock in {rules.pid(row.id)}: move there first",
+                    )
+            tx.set_leave(caller_id, until, left - length, year)
+            for row in waiting:
+                tx.update_game(row.id, **clocks.paused(row, now, until).columns())
+        return LeaveStatus(until, left - length)
+
+    def end_leave(self, caller_id: int) -> LeaveStatus:
+        """End the leave now; the unused part is given back."""
+        with self.store.writing() as tx:
+            now = self.clock.now_ms()
+            user = tx.leave_of(caller_id)
+            if user.leave_until_ms is None or user.leave_until_ms <= now:
+                raise Failure(Reply.F_LEAVE, "you are not on leave")
+            year = clocks.utc_year(now)
+            left = clocks.leave_left_ms(year, user.leave_year, user.leave_left_ms, self.rules)
+            if user.leave_year == year:
+                left += user.leave_until_ms - now
+            tx.set_leave(caller_id, None, left, year)
+            for row in self._waiting_on(tx, caller_id):
+                values = clocks.resumed(row, now)
+                if values is not None:
+                    tx.update_game(row.id, **values.columns())
+        return LeaveStatus(0, left)
+
+    def leave_status(self, caller_id: int) -> LeaveStatus:
+        with self.store.reading() as tx:
+            now = self.clock.now_ms()
+            user = tx.leave_of(caller_id)
+        year = clocks.utc_year(now)
+        left = clocks.leave_left_ms(year, user.leave_year, user.leave_left_ms, self.rules)
+        until = user.leave_until_ms if (user.leave_until_ms or 0) > now else 0
+        return LeaveStatus(until or 0, left)
+
+    @staticmethod
+    def _waiting_on(tx: StoreTx, user_id: int) -> list[GameRecord]:
+        """The user's correspondence games whose running clock is the user's, locked."""
+        return [
+            row
+            for row in tx.running_clocks(user_id=user_id)
+            if clocks.correspondence(row)
+            and (row.white_id if clocks.waiting_color(row) == WHITE else row.black_id) == user_id
+        ]
+
+    # -- administration ----------------------------------------------------------------------
+
+    def extend(self, game_id: int | None, by_ms: int, by: str | None = None) -> list[int]:
+        """Give ``by_ms`` back to the running side of one game (``game_id``) or of every
+        game whose clock runs (None); returns the games extended."""
+        with self.store.writing() as tx:
+            rows = tx.running_clocks(game_id=game_id)
+            if game_id is not None and not rows:
+                if tx.game(game_id) is None:
+                    raise rules.no_game(game_id)
+                raise Failure(Reply.F_GAMEOVER, f"no clock runs in {rules.pid(game_id)}")
+            for row in rows:
+                tx.update_game(row.id, **clocks.extended(row, by_ms).columns())
+            target = "all" if game_id is None else rules.pid(game_id)
+            tx.audit(by, "games extend", target, f"{len(rows)} game(s) by {format_duration(by_ms)}")
+            return [row.id for row in rows]
