@@ -32,6 +32,7 @@ from ajedrez.domain.export import result_text
 from ajedrez.domain.games import GameListing, Games
 from ajedrez.protocol import fields as values
 from ajedrez.protocol.records import STATUS_FINISHED
+from ajedrez.protocol.timecontrol import format_duration
 from ajedrez.store import audit
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import is_current, upgrade
@@ -48,6 +49,12 @@ PURGE_DESCRIPTION = (
     "Remove finished games and their moves; nothing else (accounts, active games and "
     "challenges stay). On a terminal it says how many games it will remove and asks first "
     "(--yes: do not ask); with standard input not a terminal it proceeds without asking."
+)
+EXTEND_DESCRIPTION = (
+    "Add DURATION to the bank of the side whose clock runs, in one game or (--all) in "
+    "every game whose clock runs, and move its deadline as far. After an outage: run "
+    "it with the outage's length while the server's start-up grace period (--flag-grace) "
+    "lasts, before any game ends on time (docs/operations.md)."
 )
 # Existing accounts may be called '-h' or '--yes' (only new names may not start with '-');
 # as a bare argument such a name would be read as an option.
@@ -137,6 +144,15 @@ def build_parser() -> argparse.ArgumentParser:
     purge.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     export = games.add_parser("export", help="print a game as PGN")
     export.add_argument("game", help="game id: P0000001, or just 1")
+    extend = games.add_parser(
+        "extend",
+        help="give time back to the side whose clock runs (after a server outage)",
+        description=EXTEND_DESCRIPTION,
+    )
+    extend.add_argument("game", nargs="?", help="game id: P0000001, or just 1")
+    extend.add_argument("duration", type=_duration, help="a number and s, m, h or d (2h, 1d, 90m)")
+    extend.add_argument("--all", action="store_true", help="every game whose clock runs")
+    extend.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
     trail = top.add_parser("audit", help="changes made with ajedrez-admin, newest last")
     trail.add_argument("--limit", metavar="N", type=_positive, help="only the newest N")
@@ -314,6 +330,15 @@ def _date(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M")
 
 
+def _moment(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _span(seconds: int) -> str:
+    """Seconds in the largest unit that holds them exactly: ``2h``, ``1d``, ``90m``."""
+    return format_duration(seconds * 1000)
+
+
 def _count(n: int, thing: str) -> str:
     """``no games``, ``1 game``, ``2 games``."""
     return f"{n or 'no'} {thing}{'' if n == 1 else 's'}"
@@ -414,16 +439,29 @@ def games_list(db: Database, _args: argparse.Namespace) -> None:
 def _print_games(rows: list[GameListing]) -> None:
     print(
         f"{'GAME':<8}  {'WHITE':<16}  {'BLACK':<16}  {'STATUS':<8}  {'RESULT':<7}  "
-        f"{'PLIES':>5}  {'LAST CHANGE':<16}  END"
+        f"{'PLIES':>5}  {'LAST CHANGE':<16}  {'CLOCK':<10}  {'DEADLINE (UTC)':<19}  END"
     )
     for g in rows:
         status = "active" if g.status == 0 else "finished"
         result = result_text(g.status == STATUS_FINISHED, g.winner)
+        deadline = "-" if g.deadline_ms is None else _moment(g.deadline_ms)
         print(
             f"{values.format_partida(g.game_id):<8}  {_shown(g.white):<16}  "
             f"{_shown(g.black):<16}  {status:<8}  {result:<7}  {g.plies:>5}  "
-            f"{_date(g.changed_at):<16}  {_shown(g.end_reason or '')}"
+            f"{_date(g.changed_at):<16}  {g.control:<10}  {deadline:<19}  "
+            f"{_shown(g.end_reason or '')}"
         )
+
+
+def games_extend(db: Database, args: argparse.Namespace) -> None:
+    if args.all == (args.game is not None):
+        raise AdminError("name one game, or --all for every game whose clock runs", EXIT_USAGE)
+    game_id = None if args.all else _game_id(args.game)
+    what = "every game whose clock runs" if game_id is None else values.format_partida(game_id)
+    if _asks(args):
+        _confirm(f"give {_span(args.duration)} to the running clock of {what}?")
+    extended = Games(db).time.extend(game_id, args.duration * 1000, by=_actor())
+    print(f"{_count(len(extended), 'game')} extended by {_span(args.duration)}")
 
 
 def games_purge(db: Database, args: argparse.Namespace) -> None:
@@ -452,12 +490,16 @@ def games_purge(db: Database, args: argparse.Namespace) -> None:
 
 
 def games_export(db: Database, args: argparse.Namespace) -> None:
-    m = _GAME_ID.fullmatch(args.game)
+    sys.stdout.write(Games(db).pgn(_game_id(args.game)))
+
+
+def _game_id(text: str) -> int:
+    m = _GAME_ID.fullmatch(text)
     if m is None:
         raise AdminError(
-            f"invalid game id '{values.shown(args.game)}': P0000012, or just 12", EXIT_USAGE
+            f"invalid game id '{values.shown(text)}': P0000012, or just 12", EXIT_USAGE
         )
-    sys.stdout.write(Games(db).pgn(int(m.group(1))))
+    return int(m.group(1))
 
 
 def audit_list(db: Database, args: argparse.Namespace) -> None:
@@ -485,6 +527,7 @@ COMMANDS: dict[tuple[str, str], Callable[[Database, argparse.Namespace], None]] 
     ("games", "list"): games_list,
     ("games", "purge"): games_purge,
     ("games", "export"): games_export,
+    ("games", "extend"): games_extend,
     ("audit", "list"): audit_list,
 }
 

@@ -28,7 +28,7 @@ from tests.support.moves import play, status
 # -- games ---------------------------------------------------------------------------------
 
 
-def test_games_list_on_shared_database(cli):
+def test_games_list_on_shared_database(cli, db):  # db: the shared database exists
     r = cli("games", "list")
     assert_ok(r)
     assert r.out.splitlines()[0].split()[:3] == ["GAME", "WHITE", "BLACK"]

@@ -193,7 +193,7 @@ def test_users_remove_forfeits_active_games(cli, new_user, accounts, games, db):
     third = new_user()
     games.challenge(b.id, third)  # an open challenge by the leaver disappears
     t = accounts.login(third, PASSWORD)
-    assert games.challengers_since(t.id, 0)[1] == [black]
+    assert games.challengers_since(t.id, 0)[1] == [(black, "none")]
     r = cli("users", "remove", black)
     assert_ok(r)
     assert r.out == f"user {black} removed; 1 active game forfeited: {pid(game_id)}\n"
