@@ -93,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as e:
         log.error("cannot read the clock file %s: %s", settings.clock_file, _one_line(e))
         return 1
+    if settings.flag_grace > 0:
+        log.info(
+            "start-up grace: no game ends on time in the next %g s; give time back now if "
+            "the server was down (ajedrez-admin games extend)",
+            settings.flag_grace,
+        )
     log.info("event loop: %s", settings.event_loop)
     if settings.workers > 1:
         db.dispose()  # each worker opens its own: no connection may cross a fork

@@ -39,12 +39,6 @@ class Scheduler:
                 await self._task
 
     async def _run(self) -> None:
-        rules = self.time.rules
-        if not rules.may_flag(self.time.clock.now_ms()):
-            log.info(
-                "no game ends on time before the start-up grace period is over (%d ms)",
-                rules.flag_after_ms - self.time.clock.now_ms(),
-            )
         while True:
             try:
                 wait = await asyncio.to_thread(self.pass_once)
