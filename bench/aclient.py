@@ -171,8 +171,8 @@ class AsyncClient:
                 pass
         await self.close()
 
-    async def jueg(self, user: str) -> None:
-        await self.request("JUEG", user)
+    async def jueg(self, user: str, control: str | None = None) -> None:
+        await self.request("JUEG", user, *([] if control is None else [control]))
 
     async def tran(self, fecha: int) -> Changes[str]:
         return (await self.request("TRAN", format_fecha(fecha))).dated_records()

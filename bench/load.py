@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=200,
         help="a game still running at this ply is resigned (200)",
     )
+    p.add_argument(
+        "--time-control",
+        metavar="CONTROL",
+        help="every game with this time control (JUEG:<user>:<control>: 3d, 10m...); "
+        "default: none sent, no clock",
+    )
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a reply (30)")
     p.add_argument(
         "--login-concurrency",
@@ -159,6 +165,7 @@ def scenario(
         "warmup": args.warmup,
         "poll_interval": args.poll_interval,
         "poll_command": args.poll_command,
+        "time_control": args.time_control,
         "wait": args.wait,
         "rate": args.rate,  # offered moves/s over all games; None: as fast as possible
         "max_plies": args.moves_per_game or args.max_plies,

@@ -139,6 +139,7 @@ async def run(
         timeout=args.timeout,
         one_game=bool(args.moves_per_game),
         scripts=scripts,
+        time_control=args.time_control,
     )
     pairs = make_pairs(args.names, settings, control, args.seed)
     watch_stop = asyncio.Event()

@@ -45,6 +45,7 @@ class Settings:
     timeout: float
     one_game: bool  # --moves-per-game: each pair plays one game, then stops
     scripts: list[Script]  # the games played; a game's id picks its script
+    time_control: str | None = None  # JUEG's control (--time-control); None: none sent
 
 
 @dataclass
@@ -117,7 +118,7 @@ class Player:
 
     async def challenge(self) -> tuple[str, chess.Color] | None:
         """JUEG the opponent, then poll PPEN until the game it accepted shows up."""
-        await self.c.jueg(self.opponent)
+        await self.c.jueg(self.opponent, self.settings.time_control)
         while not self.stopping():
             changes = await self.c.ppen(self.ppen_fecha)
             self.ppen_fecha = changes.fecha
