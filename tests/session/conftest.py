@@ -13,6 +13,7 @@ import pytest
 from ajedrez.domain.accounts import Accounts
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import upgrade
+from tests.support.clock import FakeClock
 from tests.support.common import PASSWORD, unique_name
 from tests.support.session import Client, frame, make_session
 
@@ -31,6 +32,13 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
     ev = asyncio.new_event_loop()
     yield ev
     ev.close()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """The time of a test's clocked sessions (``make_session(..., clock=clock)``): it
+    starts at ``START_MS`` and moves only when the test moves it."""
+    return FakeClock()
 
 
 @pytest.fixture
