@@ -1,11 +1,14 @@
 """The commands about the account and this machine's settings: subscribe, unsubscribe,
-config."""
+leave, config."""
 
 from __future__ import annotations
 
 from ajedrez.client.app import EXIT_OK, EXIT_USAGE, App, CliError
+from ajedrez.client.clocks import days_hours, when
 from ajedrez.client.config import save_config
-from ajedrez.client.errors import NameTaken
+from ajedrez.client.errors import LeaveRefused, NameTaken
+from ajedrez.client.protocol import LEAVE_END, LEAVE_START, LEAVE_STATUS, MAX_LEAVE_DAYS
+from ajedrez.client.sync import sync_game
 
 
 def cmd_subscribe(app: App) -> int:
@@ -44,6 +47,40 @@ def cmd_unsubscribe(app: App) -> int:
         f"Account {user} closed at {app.settings.server}; its active games are lost. "
         f"The local data stays in {app.cache_file} (delete it if you like)."
     )
+    return EXIT_OK
+
+
+LEAVE_ACTIONS = {"start": LEAVE_START, "end": LEAVE_END, "status": LEAVE_STATUS}
+
+
+def cmd_leave(app: App) -> int:
+    action = app.args.action
+    days = app.args.days
+    if days is not None and action != "start":
+        raise CliError(f"--days goes with `leave start`, not `leave {action}`", EXIT_USAGE)
+    if days is not None and not 1 <= days <= MAX_LEAVE_DAYS:
+        raise CliError(f"--days: 1 to {MAX_LEAVE_DAYS}, not {days}", EXIT_USAGE)
+    with app.open_cache(create=True) as cache, app.session() as client:
+        try:
+            leave = client.lice(LEAVE_ACTIONS[action], days)
+        except LeaveRefused as e:
+            raise CliError(f"leave cannot {action}: {e.reason} ({e.code} {e.name})") from None
+        if action != "status":
+            # Leave stops or restarts the clocks of every correspondence game: fetch them
+            # so that `games` and `show` count down the right ones offline.
+            for g in cache.games():
+                if g.status_record.active and not g.removed:
+                    sync_game(client, cache, g.id)
+    if action == "start":
+        app.say(f"On leave until {when(leave.until_ms)}: the clocks of your correspondence")
+        app.say("games are stopped until then (`ajedrez leave end` to come back sooner).")
+    elif action == "end":
+        app.say("Leave ended: your clocks run again; the days not used are given back.")
+    elif leave.until_ms:
+        app.say(f"On leave until {when(leave.until_ms)}.")
+    else:
+        app.say("Not on leave.")
+    app.say(f"Leave left this year: {days_hours(leave.left_ms)}.")
     return EXIT_OK
 
 

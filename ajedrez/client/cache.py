@@ -1,11 +1,15 @@
 """The local cache: one SQLite file per (server, user), the seed's USUARIOS.DAT, usuario.prt,
 P#######.PEN and usuario.trn in one place.
 
-It holds the players (JAUT), the open challenges received and sent (SOLI), the user's
-games (PPEN + STAT) with their moves (SPAR), including those the server purged (BAJA),
-the ranking (SRNK), the fecha the server last answered for each of TRAN, JAUT, PPEN and
-BAJA, and when the last sync happened; per game also its start and end days and end
-reason as the server's PGN (PGNX) gave them. It never holds a password.
+It holds the players (JAUT), the open challenges received and sent with their time
+controls (SOLI), the user's games (PPEN + STAT) with their moves (SPAR), including those
+the server purged (BAJA), each game's clock (RELJ) with the offset from the local clock
+to the server's, the ranking (SRNK), the fecha the server last answered for each of TRAN,
+JAUT, PPEN and BAJA, and when the last sync happened; per game also its start and end
+days and end reason as the server's PGN (PGNX) gave them. It never holds a password.
+
+A file written by an older client is brought up to date when it is opened, its data kept:
+new tables are created, new columns added empty (unknown), and the next sync fills them.
 """
 
 from __future__ import annotations
@@ -17,10 +21,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ajedrez.client.clocks import StoredClock
 from ajedrez.domain.export import GameFacts
-from ajedrez.protocol.records import GameStatus, MoveRecord, RankEntry, color_of_ply
+from ajedrez.protocol.records import (
+    ClockStatus,
+    GameStatus,
+    MoveRecord,
+    OpenChallenge,
+    RankEntry,
+    color_of_ply,
+)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FECHA_KINDS = ("TRAN", "JAUT", "PPEN", "BAJA")
 
 _SCHEMA = """
@@ -31,6 +43,7 @@ CREATE TABLE IF NOT EXISTS challenges (
     name TEXT NOT NULL,
     direction TEXT NOT NULL CHECK (direction IN ('in', 'out')),
     seen_at INTEGER NOT NULL,
+    control TEXT,
     PRIMARY KEY (name, direction)
 );
 CREATE TABLE IF NOT EXISTS games (
@@ -56,6 +69,7 @@ CREATE TABLE IF NOT EXISTS moves (
     promocion INTEGER NOT NULL,
     san TEXT NOT NULL,
     at INTEGER,
+    clock_ms INTEGER,
     PRIMARY KEY (game, ply)
 );
 CREATE TABLE IF NOT EXISTS ranking (
@@ -67,7 +81,28 @@ CREATE TABLE IF NOT EXISTS game_facts (
     ended INTEGER,
     end_reason TEXT
 );
+CREATE TABLE IF NOT EXISTS clocks (
+    game TEXT PRIMARY KEY REFERENCES games(id) ON DELETE CASCADE,
+    now_ms INTEGER NOT NULL,
+    control TEXT NOT NULL,
+    white_ms INTEGER NOT NULL,
+    black_ms INTEGER NOT NULL,
+    waiting TEXT NOT NULL,
+    deadline_ms INTEGER NOT NULL,
+    white_leave_until_ms INTEGER NOT NULL,
+    black_leave_until_ms INTEGER NOT NULL,
+    end_reason TEXT NOT NULL,
+    offset_ms INTEGER NOT NULL
+);
 """
+
+# The columns added to a table after its first version, with the schema version that
+# added each: CREATE TABLE IF NOT EXISTS leaves an older file's table as it was.
+_ADDED_COLUMNS = (
+    (2, "games", "removed_at", "INTEGER"),
+    (3, "challenges", "control", "TEXT"),  # NULL: not known (never synced with SOLI:1)
+    (3, "moves", "clock_ms", "INTEGER"),  # NULL: not known (no clock, or not yet read)
+)
 
 
 @dataclass(frozen=True)
@@ -124,6 +159,8 @@ class CachedMove:
     promocion: int
     san: str
     at: int | None
+    # The mover's bank after the move, as the server's PGN gave it ([%clk]).
+    clock_ms: int | None = None
 
     @property
     def color(self) -> str:
@@ -148,10 +185,14 @@ class Cache:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     self.db.execute(statement)
-            columns = {r["name"] for r in self.db.execute("PRAGMA table_info(games)")}
-            if "removed_at" not in columns:  # a cache written by schema 1
-                self.db.execute("ALTER TABLE games ADD COLUMN removed_at INTEGER")
-            self.set_meta("schema", str(SCHEMA_VERSION))
+            for _version, table, column, kind in _ADDED_COLUMNS:
+                columns = {r["name"] for r in self.db.execute(f"PRAGMA table_info({table})")}
+                if column not in columns:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            written = self.get_meta("schema")
+            # A file a newer client wrote keeps its number: that client may rely on more.
+            if written is None or int(written) < SCHEMA_VERSION:
+                self.set_meta("schema", str(SCHEMA_VERSION))
 
     def close(self) -> None:
         self.db.close()
@@ -236,15 +277,23 @@ class Cache:
 
     # -- challenges ----------------------------------------------------------------
 
-    def add_challenges(self, names: list[str], direction: str, replace: bool = False) -> list[str]:
-        """Store challenges; returns the names that were new."""
+    def add_challenges(
+        self,
+        names: list[str],
+        direction: str,
+        replace: bool = False,
+        control: str | None = None,
+    ) -> list[str]:
+        """Store challenges (with their time control, None when not known); returns the
+        names that were new."""
         now = int(time.time())
         before = {n for n, d in self.challenges() if d == direction}
         if replace:
             self.db.execute("DELETE FROM challenges WHERE direction=?", (direction,))
         self.db.executemany(
-            "INSERT INTO challenges VALUES (?, ?, ?) ON CONFLICT(name, direction) DO NOTHING",
-            [(n, direction, now) for n in names],
+            "INSERT INTO challenges (name, direction, seen_at, control) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(name, direction) DO UPDATE SET control=excluded.control",
+            [(n, direction, now, control) for n in names],
         )
         return [n for n in dict.fromkeys(names) if n not in before]
 
@@ -256,16 +305,18 @@ class Cache:
                 "DELETE FROM challenges WHERE name=? AND direction=?", (name, direction)
             )
 
-    def replace_challenges(self, received: list[str], sent: list[str]) -> None:
-        """The server's whole list of open challenges (SOLI) replaces the local one;
-        names already held keep the time they were first seen."""
+    def replace_challenges(self, challenges: list[OpenChallenge]) -> None:
+        """The server's whole list of open challenges (SOLI) replaces the local one, each
+        with the time control it carries (None without SOLI:1); names already held keep
+        the time they were first seen."""
         now = int(time.time())
-        wanted = {(n, "in") for n in received} | {(n, "out") for n in sent}
-        for name, direction in set(self.challenges()) - wanted:
+        wanted = {(c.user, "in" if c.received else "out"): c.control for c in challenges}
+        for name, direction in set(self.challenges()) - set(wanted):
             self.remove_challenges(name, direction)
         self.db.executemany(
-            "INSERT INTO challenges VALUES (?, ?, ?) ON CONFLICT(name, direction) DO NOTHING",
-            [(n, d, now) for n, d in sorted(wanted)],
+            "INSERT INTO challenges (name, direction, seen_at, control) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(name, direction) DO UPDATE SET control=excluded.control",
+            [(n, d, now, control) for (n, d), control in sorted(wanted.items())],
         )
 
     def challenges(self) -> list[tuple[str, str]]:
@@ -276,6 +327,15 @@ class Cache:
     def challenge_names(self, direction: str) -> list[str]:
         """The users of the challenges received ('in') or sent ('out'), oldest first."""
         return [name for name, way in self.challenges() if way == direction]
+
+    def challenge_controls(self, direction: str) -> dict[str, str | None]:
+        """user -> time control of the challenges received ('in') or sent ('out'), oldest
+        first; None where the control is not known."""
+        rows = self.db.execute(
+            "SELECT name, control FROM challenges WHERE direction=? ORDER BY seen_at, name",
+            (direction,),
+        )
+        return {r["name"]: r["control"] for r in rows}
 
     # -- games and moves -----------------------------------------------------------
 
@@ -321,7 +381,7 @@ class Cache:
 
     def moves(self, gid: str) -> list[CachedMove]:
         rows = self.db.execute(
-            "SELECT ply, jugada, reverso, posicion, promocion, san, at FROM moves "
+            "SELECT ply, jugada, reverso, posicion, promocion, san, at, clock_ms FROM moves "
             "WHERE game=? ORDER BY ply",
             (gid,),
         )
@@ -330,11 +390,19 @@ class Cache:
     def add_moves(self, gid: str, moves: list[tuple[MoveRecord, str, int | None]]) -> None:
         """Append (record, SAN, time) triples; plies already stored are left alone."""
         self.db.executemany(
-            "INSERT INTO moves VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(game, ply) DO NOTHING",
+            "INSERT INTO moves (game, ply, jugada, reverso, posicion, promocion, san, at) "
+            "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(game, ply) DO NOTHING",
             [
                 (gid, m.ply, m.jugada, m.reverso, m.posicion, m.promocion, san, at)
                 for m, san, at in moves
             ],
+        )
+
+    def store_move_clocks(self, gid: str, clocks: dict[int, int]) -> None:
+        """Each move's bank after it (ply -> ms), for the moves held."""
+        self.db.executemany(
+            "UPDATE moves SET clock_ms=? WHERE game=? AND ply=?",
+            [(ms, gid, ply) for ply, ms in clocks.items()],
         )
 
     def drop_moves(self, gid: str) -> None:
@@ -354,6 +422,39 @@ class Cache:
         ).fetchone()
         return None if row is None else GameFacts(**dict(row))
 
+    # -- clocks --------------------------------------------------------------------
+
+    def store_clock(self, status: ClockStatus, offset_ms: int) -> None:
+        """A RELJ record, with the server's ``ahora`` minus the local clock when asked."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO clocks VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                status.game,
+                status.now_ms,
+                status.control,
+                status.white_ms,
+                status.black_ms,
+                status.waiting,
+                status.deadline_ms,
+                status.white_leave_until_ms,
+                status.black_leave_until_ms,
+                status.end_reason,
+                offset_ms,
+            ),
+        )
+
+    def clock(self, gid: str) -> StoredClock | None:
+        row = self.db.execute("SELECT * FROM clocks WHERE game=?", (gid,)).fetchone()
+        return None if row is None else _stored_clock(row)
+
+    def clocks(self) -> dict[str, StoredClock]:
+        return {r["game"]: _stored_clock(r) for r in self.db.execute("SELECT * FROM clocks")}
+
+    def end_reason(self, gid: str) -> str | None:
+        """How the game ended as RELJ said it; None while unknown or still going on."""
+        row = self.db.execute("SELECT end_reason FROM clocks WHERE game=?", (gid,)).fetchone()
+        return str(row["end_reason"]) if row is not None and row["end_reason"] else None
+
     # -- ranking -------------------------------------------------------------------
 
     def store_ranking(self, entries: list[RankEntry]) -> None:
@@ -367,3 +468,19 @@ class Cache:
     def ranking(self) -> list[RankEntry]:
         rows = self.db.execute("SELECT name, wins FROM ranking ORDER BY pos")
         return [RankEntry(r["name"], r["wins"]) for r in rows]
+
+
+def _stored_clock(row: sqlite3.Row) -> StoredClock:
+    status = ClockStatus(
+        row["game"],
+        row["now_ms"],
+        row["control"],
+        row["white_ms"],
+        row["black_ms"],
+        row["waiting"],
+        row["deadline_ms"],
+        row["white_leave_until_ms"],
+        row["black_leave_until_ms"],
+        row["end_reason"],
+    )
+    return StoredClock(status, row["offset_ms"])

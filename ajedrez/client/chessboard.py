@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import chess
 
+from ajedrez.client.clocks import ABORTED, CLOCK_REASONS
 from ajedrez.domain.export import result_text
 from ajedrez.protocol.records import (
     BLACK,
@@ -193,11 +194,15 @@ def _san_reason(board: chess.Board, raw: str, mover: str) -> str:
 # -- game state in words ---------------------------------------------------------------
 
 
-def how_it_ended(board: chess.Board, st: GameStatus) -> str:
+def how_it_ended(board: chess.Board, st: GameStatus, reason: str | None = None) -> str:
     """The reason a finished game ended: ``checkmate``, ``agreed``, ``stalemate``, ...
 
-    STAT does not carry it; the final position and the solicitud fields tell it.
+    STAT does not carry it; the final position and the solicitud fields tell it, except
+    for an end on time (``timeout``, ``aborted``), which only the server's ``reason``
+    (RELJ) tells.
     """
+    if reason in CLOCK_REASONS:
+        return reason
     if st.ganador in (WINNER_WHITE, WINNER_BLACK):
         loser = BLACK if st.ganador == WINNER_WHITE else WHITE
         if board.is_checkmate():
@@ -224,12 +229,15 @@ def how_it_ended(board: chess.Board, st: GameStatus) -> str:
     return "finished"
 
 
-def ending(board: chess.Board, st: GameStatus) -> str | None:
+def ending(board: chess.Board, st: GameStatus, reason: str | None = None) -> str | None:
     """How a finished game ended, in words (``ana (white) won: checkmate``, ``draw
-    (agreed)``); None while it goes on."""
+    (agreed)``, ``aborted (no result)``); None while it goes on. ``reason``: the server's
+    end reason, when known."""
     if st.active:
         return None
-    how = how_it_ended(board, st)
+    how = how_it_ended(board, st, reason)
+    if how == ABORTED:
+        return "aborted (no first move in time; no result)"
     if st.ganador in (WINNER_WHITE, WINNER_BLACK):
         winner = WHITE if st.ganador == WINNER_WHITE else BLACK
         return f"{st.white if winner == WHITE else st.black} ({color_name(winner)}) won: {how}"
@@ -313,12 +321,15 @@ _SERVER_REASONS = {
 }
 
 
-def end_reason_guess(board: chess.Board, st: GameStatus) -> str | None:
-    """The server's end reason as the final position and solicitudes tell it, for a game
-    whose server PGN this machine never saw. A resignation and leaving the service look
-    alike (solicitud 3): the first, far more common, is assumed."""
+def end_reason_guess(board: chess.Board, st: GameStatus, reason: str | None = None) -> str | None:
+    """The server's end reason for a game whose server PGN this machine never saw: the
+    one RELJ gave (``reason``) if any, else as the final position and solicitudes tell
+    it. A resignation and leaving the service look alike (solicitud 3): the first, far
+    more common, is assumed."""
     if st.active:
         return None
+    if reason:
+        return reason
     how = how_it_ended(board, st)
     if how.endswith("resigned or left the service"):
         return "resignation"

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from importlib import metadata
 from typing import TextIO
 
-from ajedrez.client.account_commands import cmd_config, cmd_subscribe, cmd_unsubscribe
+from ajedrez.client.account_commands import cmd_config, cmd_leave, cmd_subscribe, cmd_unsubscribe
 from ajedrez.client.app import (
     EXIT_FAILED,
     EXIT_NOT_ESPOL,
@@ -206,6 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show", action="store_true", help="draw the board afterwards")
     p = add("challenge", cmd_challenge, "challenge a user to a game")
     p.add_argument("target", metavar="USER")
+    p.add_argument(
+        "--time",
+        "-t",
+        metavar="CONTROL",
+        help="the game's time control: a preset (1d, 3d, 7d, 14d, iccf-10/50, 10m, "
+        "30s-move), INITIAL+INCREMENT[/CAP] (50d+5d, 2h+30s), or none (default: the "
+        "server's)",
+    )
     p = add("challenges", cmd_challenges, "challenges you received (and sent from here)")
     sync_flag(p)
     p = add("accept", cmd_accept, "accept a user's challenge, choosing your colour")
@@ -228,6 +236,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p = add("claim", cmd_claim, "claim a draw (threefold repetition or the fifty-move rule)")
     p.add_argument("game", metavar="GAME")
+    p = add("leave", cmd_leave, "start or end leave (vacation), or see how much is left")
+    p.add_argument(
+        "action",
+        choices=["start", "end", "status"],
+        help="start: stop your correspondence clocks from now; end: come back; status: ask",
+    )
+    p.add_argument(
+        "--days",
+        type=int,
+        metavar="N",
+        help="with start: N days (default: every leave day left this year)",
+    )
     p = add("ranking", cmd_ranking, "the ten players with most wins (as of the last sync)")
     sync_flag(p)
     p = add("players", cmd_players, "the players you can challenge (as of the last sync)")

@@ -117,6 +117,15 @@ class NoMoreMoves(ProtocolFailure):
     """839 F_NOMASJUG: SPAR found no moves after the ply asked."""
 
 
+class TimeControlChanged(ProtocolFailure):
+    """843 F_TIMECONTROL: the challenge's time control is not the one ACEP named (it was
+    made again with another one since the user looked); the challenge stays open."""
+
+
+class LeaveRefused(ProtocolFailure):
+    """844 F_LEAVE: leave cannot start or end now; ``reason`` says why."""
+
+
 _FAILURES: dict[int, type[ProtocolFailure]] = {
     Reply.F_NOUSER: NoSuchUser,
     Reply.F_PASINV: WrongPassword,
@@ -131,6 +140,8 @@ _FAILURES: dict[int, type[ProtocolFailure]] = {
     Reply.F_MISMATCH: IllegalMove,
     Reply.F_ILLEGAL: IllegalMove,
     Reply.F_NOMASJUG: NoMoreMoves,
+    Reply.F_TIMECONTROL: TimeControlChanged,
+    Reply.F_LEAVE: LeaveRefused,
 }
 
 

@@ -1,4 +1,5 @@
-"""How the client words and lays out what it shows: times, tables, a game's state."""
+"""How the client words and lays out what it shows: times, tables, a game's state and
+clock."""
 
 from __future__ import annotations
 
@@ -8,8 +9,16 @@ import chess
 
 from ajedrez.client.cache import Cache, CachedGame
 from ajedrez.client.chessboard import color_name, ending, how_it_ended
+from ajedrez.client.clocks import ClockNow, Players, StoredClock, clock_cell
 from ajedrez.client.sync import board_of
-from ajedrez.protocol.records import WHITE, WINNER_DRAW, WINNER_WHITE, GameStatus, color_of_ply
+from ajedrez.protocol.records import (
+    WHITE,
+    WINNER_DRAW,
+    WINNER_NONE,
+    WINNER_WHITE,
+    GameStatus,
+    color_of_ply,
+)
 
 
 def ago(then: int | None, now: float | None = None) -> str:
@@ -57,20 +66,23 @@ REMOVED_UNSYNCED = "removed from the server before its end was synced"
 REMOVED_NOTE = "removed by the administrator (purged); kept in your local archive"
 
 
-def game_state(g: CachedGame, board: chess.Board) -> tuple[str, str]:
-    """(whose turn, status) in words for the games list."""
+def game_state(g: CachedGame, board: chess.Board, reason: str | None = None) -> tuple[str, str]:
+    """(whose turn, status) in words for the games list; ``reason``: the server's end
+    reason, when known."""
     st = g.status_record
     if g.removed and st.active:
         return "-", REMOVED_UNSYNCED
     if not st.active:
-        if g.ganador == WINNER_DRAW:
+        if g.ganador == WINNER_NONE:
+            short = "no result"
+        elif g.ganador == WINNER_DRAW:
             short = "drawn"
         elif (g.ganador == WINNER_WHITE) == (g.color == WHITE):
             short = "won"
         else:
             short = "lost"
         removed = " (removed from the server)" if g.removed else ""
-        return "-", f"{short}: {how_it_ended(board, st)}{removed}"
+        return "-", f"{short}: {how_it_ended(board, st, reason)}{removed}"
     turn = "you" if st.turn == g.color else g.opponent
     offer = draw_offer(g)
     return turn, "active" if offer is None else f"active, {offer}"
@@ -90,7 +102,7 @@ def status_line(cache: Cache, g: CachedGame, board: chess.Board) -> str:
         at = last.at if last.at is not None else (g.changed if last.ply == len(moves) else None)
         parts.append(f"{g.opponent} moved {ago(at)}" if at else f"{g.opponent} moved earlier")
     if not st.active:
-        parts.append("finished: " + (ending(board, st) or ""))
+        parts.append("finished: " + (ending(board, st, cache.end_reason(g.id)) or ""))
     if g.removed:
         parts.append(REMOVED_UNSYNCED if st.active else "removed from the server")
     return " | ".join(parts)
@@ -98,4 +110,29 @@ def status_line(cache: Cache, g: CachedGame, board: chess.Board) -> str:
 
 def finished_message(cache: Cache, st: GameStatus) -> str:
     board = board_of(cache, st.game)
-    return f"{st.game} is over: {ending(board, st)}"
+    return f"{st.game} is over: {ending(board, st, cache.end_reason(st.game))}"
+
+
+def players_of(g: CachedGame) -> Players:
+    return Players(g.color, g.white, g.black)
+
+
+def shown_clock(g: CachedGame, held: StoredClock | None, local_now_ms: int) -> ClockNow | None:
+    """The game's clock at ``local_now_ms``, counted down from the last RELJ; None for a
+    game without a clock, whose clock this machine has not fetched, or whose end it
+    missed (purged first)."""
+    if held is None or not held.has_clock or (g.removed and g.status_record.active):
+        return None
+    return held.at(local_now_ms)
+
+
+def draw_pending(g: CachedGame) -> bool:
+    return g.status_record.draw_offered_by is not None
+
+
+def clock_column(g: CachedGame, held: StoredClock | None, local_now_ms: int) -> str:
+    """The games list's CLOCK cell; empty for a game without a clock."""
+    clock = shown_clock(g, held, local_now_ms)
+    if clock is None:
+        return ""
+    return clock_cell(clock, players_of(g), draw_offer=draw_pending(g))

@@ -8,19 +8,23 @@ from contextlib import suppress
 from ajedrez.client.app import EXIT_OK, EXIT_USAGE, App, CliError
 from ajedrez.client.cache import Cache
 from ajedrez.client.chessboard import MoveInputError, color_name, jgda_for, parse_move, render_board
+from ajedrez.client.clocks import control_text
 from ajedrez.client.errors import (
     ClientError,
     ConnectionLost,
     NoChallenge,
     NoSuchGame,
     NoSuchUser,
+    ProtocolFailure,
     StalePly,
+    TimeControlChanged,
 )
 from ajedrez.client.output import finished_message, numbered
 from ajedrez.client.protocol import Client
 from ajedrez.client.sync import board_of, record_own_move, sync_game
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.records import BLACK, WHITE, GameStatus, MoveRecord
+from ajedrez.protocol.timecontrol import control_name, parse_control
 
 
 def parse_color(text: str) -> str:
@@ -32,17 +36,38 @@ def parse_color(text: str) -> str:
     raise CliError(f"invalid colour {text!r}: B (white, blancas) or N (black, negras)", EXIT_USAGE)
 
 
+def time_control(text: str | None) -> str | None:
+    """``--time``: the control as the protocol names it (``3d+3d/3d`` is ``3d``), checked
+    here so that a typing error is named without a login; None without ``--time``."""
+    if text is None:
+        return None
+    try:
+        return control_name(parse_control(text))
+    except ValueError as e:
+        raise CliError(f"--time: {e}", EXIT_USAGE) from None
+
+
 def cmd_challenge(app: App) -> int:
     target = app.args.target
+    control = time_control(app.args.time)
     with app.open_cache(create=True) as cache, app.session() as client:
         try:
-            client.juego(target)
+            client.juego(target, control)
         except NoSuchUser as e:
             raise CliError(f"no active user '{target}' to challenge ({e.code} {e.name})") from None
+        except ProtocolFailure as e:
+            if control is not None and e.code == Reply.F_NFIELDS:
+                raise CliError(
+                    f"the server at {app.settings.server} takes no time control: it predates "
+                    f"clocks; challenge without --time ({e.code} {e.name})"
+                ) from None
+            raise
         with cache.transaction():
-            cache.add_challenges([target], "out")
+            # Without --time the server's default applies, which only the next sync tells.
+            cache.add_challenges([target], "out", control=control)
+    timed = "" if control is None else f" with time control {control_text(control)}"
     app.say(
-        f"Challenge sent to {target}. When {target} accepts, the game appears after "
+        f"Challenge sent to {target}{timed}. When {target} accepts, the game appears after "
         "`ajedrez sync` (`ajedrez games`)."
     )
     return EXIT_OK
@@ -52,8 +77,11 @@ def cmd_accept(app: App) -> int:
     target = app.args.target
     color = parse_color(app.args.color)
     with app.open_cache(create=True) as cache, app.session() as client:
+        # The control the user was shown (`ajedrez challenges`): the server accepts only
+        # if the challenge still has it. Never synced, nothing was shown: plain ACEP.
+        control = cache.challenge_controls("in").get(target)
         try:
-            gid = client.acep(color, target)
+            gid = client.acep(color, target, control)
         except NoChallenge as e:
             with cache.transaction():
                 cache.remove_challenges(target, "in")
@@ -61,12 +89,24 @@ def cmd_accept(app: App) -> int:
                 f"no open challenge from '{target}' to you ({e.code} {e.name}); "
                 "`ajedrez challenges --sync` lists the open ones"
             ) from None
+        except TimeControlChanged as e:
+            raise CliError(
+                f"the challenge from {target} changed since you last synced: {e.reason} "
+                f"({e.code} {e.name}); nothing accepted. Look again with "
+                "`ajedrez challenges --sync`"
+            ) from None
         with cache.transaction():
             cache.remove_challenges(target)
         sync_game(client, cache, gid)
+        held = cache.clock(gid)
     first = "Your move" if color == WHITE else f"{target} moves first"
+    timed = (
+        f", time control {control_text(held.status.control)}"
+        if held is not None and held.has_clock
+        else ""
+    )
     app.say(
-        f"Game {gid} started: you play {color_name(color)} against {target}. {first}"
+        f"Game {gid} started: you play {color_name(color)} against {target}{timed}. {first}"
         + (f": ajedrez move {gid} MOVE" if color == WHITE else ".")
     )
     return EXIT_OK

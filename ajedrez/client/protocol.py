@@ -34,19 +34,24 @@ from ajedrez.client.errors import (
     reply_error,
 )
 from ajedrez.protocol import records
+from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.fields import format_fecha, format_partida, partida
 from ajedrez.protocol.framing import HEADER, MAX_DATA
 from ajedrez.protocol.records import (
     BLACK,
     WHITE,
+    Challenger,
+    ClockStatus,
     GameStatus,
     GameSummary,
+    LeaveStatus,
     MalformedRecord,
     MoveRecord,
     OpenChallenge,
     RankEntry,
     Removal,
 )
+from ajedrez.protocol.timecontrol import parse_control
 
 __all__ = [
     "DEFAULT_PORT",
@@ -55,8 +60,11 @@ __all__ = [
     "Response",
     "Trace",
     "game_id",
+    "parse_challenger",
+    "parse_clock_status",
     "parse_game_status",
     "parse_game_summary",
+    "parse_leave_status",
     "parse_move_record",
     "parse_open_challenge",
     "parse_rank_entry",
@@ -104,6 +112,15 @@ parse_move_record = _reading(records.parse_move_record)
 parse_rank_entry = _reading(records.parse_rank_entry)
 parse_removal = _reading(records.parse_removal)
 parse_open_challenge = _reading(records.parse_open_challenge)
+parse_challenger = _reading(records.parse_challenger)
+parse_clock_status = _reading(records.parse_clock_status)
+parse_leave_status = _reading(records.parse_leave_status)
+
+# LICE's accion: start leave (inicio), end it (fin), only ask (estado).
+LEAVE_START = "I"
+LEAVE_END = "F"
+LEAVE_STATUS = "E"
+MAX_LEAVE_DAYS = 366
 
 
 def reply_header(head: bytes) -> tuple[int, bool, int]:
@@ -166,6 +183,13 @@ def _field(value: str, what: str) -> str:
     return value
 
 
+def _control(control: str) -> str:
+    """A time control as sent: checked for syntax here (ValueError saying what is wrong),
+    its bounds left to the server, which may set its own."""
+    parse_control(control)
+    return control
+
+
 # -- the connection --------------------------------------------------------------------
 
 
@@ -175,6 +199,8 @@ class Client:
     ``trace``, when given, receives one line per command sent and reply received (a
     password is never shown). ``sent`` counts the commands sent by code and
     ``plies_fetched`` the moves SPAR returned, so callers can see what a sync cost.
+    ``unknown`` holds the codes the server answered ``800 F_CMDINV`` (a server older
+    than the command), so a caller can stop asking it.
     """
 
     def __init__(
@@ -193,6 +219,7 @@ class Client:
         self.user: str | None = None
         self.sent: Counter[str] = Counter()
         self.plies_fetched = 0
+        self.unknown: set[str] = set()
         self._trace = trace
         self._buf = bytearray()
         self._answered = False  # a well-formed reply came: the other end speaks ESPOL
@@ -317,6 +344,8 @@ class Client:
         self._send_line(line, display)
         response = self.read_response()
         if response.code // 100 not in (1, 2, 3):
+            if response.code == Reply.F_CMDINV:
+                self.unknown.add(code)
             raise reply_error(response.code, response.text)
         return response
 
@@ -368,15 +397,27 @@ class Client:
     def tran(self, fecha: int = 0) -> Changes[str]:
         return self.request("TRAN", format_fecha(fecha)).dated_records()
 
-    def juego(self, user: str) -> None:
-        """JUEG: challenge ``user``."""
-        self.request("JUEG", user)
+    def tran_controls(self, fecha: int = 0) -> Changes[Challenger]:
+        """``TRAN:<fecha>:1``: the challengers, each with the challenge's time control."""
+        fecha2, found = self.request("TRAN", format_fecha(fecha), "1").dated_records()
+        return Changes(fecha2, [parse_challenger(r) for r in found])
 
-    def acep(self, color: str, user: str) -> str:
-        """Accept ``user``'s challenge playing ``color`` (B or N); returns the new game id."""
+    def juego(self, user: str, control: str | None = None) -> None:
+        """JUEG: challenge ``user``; ``control``, the game's time control (``3d``,
+        ``50d+5d``, ``none``), else the server's default."""
+        if control is None:
+            self.request("JUEG", user)
+        else:
+            self.request("JUEG", user, _control(control))
+
+    def acep(self, color: str, user: str, control: str | None = None) -> str:
+        """Accept ``user``'s challenge playing ``color`` (B or N); returns the new game id.
+        With ``control``, only if the challenge still has that time control (else
+        :class:`~ajedrez.client.errors.TimeControlChanged`)."""
         if color not in (WHITE, BLACK):
             raise ValueError("color must be 'B' (white) or 'N' (black)")
-        gid = self.request("ACEP", color, user).text
+        fields = (color, user) if control is None else (color, user, _control(control))
+        gid = self.request("ACEP", *fields).text
         try:
             partida(gid)
         except ValueError:
@@ -400,9 +441,11 @@ class Client:
         fecha2, records = self.request("BAJA", format_fecha(fecha)).dated_records()
         return Changes(fecha2, [parse_removal(r) for r in records])
 
-    def soli(self) -> list[OpenChallenge]:
-        """Every open challenge, made and received: the whole present state."""
-        return [parse_open_challenge(r) for r in self.request("SOLI").records()]
+    def soli(self, *, controls: bool = False) -> list[OpenChallenge]:
+        """Every open challenge, made and received: the whole present state; with
+        ``controls`` (``SOLI:1``) each carries its time control."""
+        r = self.request("SOLI", "1") if controls else self.request("SOLI")
+        return [parse_open_challenge(rec) for rec in r.records()]
 
     def stat(self, game: str) -> GameStatus:
         return parse_game_status(self.request("STAT", game_id(game)).text)
@@ -444,6 +487,32 @@ class Client:
 
     def pgnx(self, game: str) -> str:
         return "\n".join(self.request("PGNX", game_id(game)).parts) + "\n"
+
+    # -- time ----------------------------------------------------------------------
+
+    def relj(self, game: str) -> ClockStatus:
+        """The game's clocks at the server's ``now_ms`` (finished games too)."""
+        return parse_clock_status(self.request("RELJ", game_id(game)).text)
+
+    def lice(self, action: str, days: int | None = None) -> LeaveStatus:
+        """LICE: ``action`` LEAVE_START (for ``days``, else every day left this year),
+        LEAVE_END or LEAVE_STATUS. A refusal raises
+        :class:`~ajedrez.client.errors.LeaveRefused`."""
+        if action not in (LEAVE_START, LEAVE_END, LEAVE_STATUS):
+            raise ValueError(f"LICE action must be {LEAVE_START}, {LEAVE_END} or {LEAVE_STATUS}")
+        if days is not None and (action != LEAVE_START or not 1 <= days <= MAX_LEAVE_DAYS):
+            raise ValueError(f"leave days go with a start only, 1 to {MAX_LEAVE_DAYS}")
+        fields = (action,) if days is None else (action, str(days))
+        return parse_leave_status(self.request("LICE", *fields).text)
+
+    def leave_start(self, days: int | None = None) -> LeaveStatus:
+        return self.lice(LEAVE_START, days)
+
+    def leave_end(self) -> LeaveStatus:
+        return self.lice(LEAVE_END)
+
+    def leave_status(self) -> LeaveStatus:
+        return self.lice(LEAVE_STATUS)
 
 
 def _short(parts: list[str], limit: int = 120) -> str:

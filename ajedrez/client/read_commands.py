@@ -19,13 +19,18 @@ from ajedrez.client.chessboard import (
     render_board,
     result_tag,
 )
+from ajedrez.client.clocks import clock_lines, control_text, local_ms, span
 from ajedrez.client.output import (
     REMOVED_NOTE,
     REMOVED_UNSYNCED,
     ago,
+    clock_column,
     draw_offer,
+    draw_pending,
     game_state,
     numbered,
+    players_of,
+    shown_clock,
     status_line,
     table,
     whose_turn,
@@ -34,6 +39,7 @@ from ajedrez.client.protocol import Client
 from ajedrez.client.sync import board_of, learn_facts, sync_all
 from ajedrez.domain.export import game_pgn
 from ajedrez.protocol.records import other_color
+from ajedrez.protocol.timecontrol import TimeControl, parse_control
 
 
 def cmd_games(app: App) -> int:
@@ -42,15 +48,18 @@ def cmd_games(app: App) -> int:
         games = cache.games()
         if app.args.active:
             games = [g for g in games if g.status == 0]
+        clocks = cache.clocks()
+        now = local_ms()
         rows = []
         for g in games:
             board = board_of(cache, g.id)
-            turn, status = game_state(g, board)
-            rows.append((g, board, turn, status))
+            held = clocks.get(g.id)
+            turn, status = game_state(g, board, held.status.end_reason if held else None)
+            rows.append((g, board, turn, status, clock_column(g, held, now)))
         sort = app.args.sort
 
-        def key(item: tuple[CachedGame, chess.Board, str, str]) -> tuple[object, ...]:
-            g, _b, turn, _s = item
+        def key(item: tuple[CachedGame, chess.Board, str, str, str]) -> tuple[object, ...]:
+            g, _b, turn, _s, _c = item
             if sort == "id":
                 return (g.id,)
             if sort == "opponent":
@@ -67,6 +76,9 @@ def cmd_games(app: App) -> int:
                 + ("" if app.args.active else " Challenge someone: ajedrez challenge USER")
             )
         else:
+            # The CLOCK column only when a game listed has a clock: without clocks the
+            # list stays as it was.
+            timed = any(cell for *_rest, cell in rows)
             app.say(
                 table(
                     [
@@ -78,10 +90,12 @@ def cmd_games(app: App) -> int:
                             str(b.fullmove_number),
                             status,
                             ago(g.changed),
+                            *([cell] if timed else []),
                         ]
-                        for g, b, turn, status in rows
+                        for g, b, turn, status, cell in rows
                     ],
-                    ["GAME", "OPPONENT", "YOU", "TURN", "MOVE", "STATUS", "LAST CHANGE"],
+                    ["GAME", "OPPONENT", "YOU", "TURN", "MOVE", "STATUS", "LAST CHANGE"]
+                    + (["CLOCK"] if timed else []),
                 )
             )
         app.age_line(cache.last_sync)
@@ -136,6 +150,10 @@ def cmd_show(app: App) -> int:
             app.say(move_table([(m.jugada, m.san) for m in moves]))
         app.say()
         app.say(status_line(cache, g, board))
+        clock = shown_clock(g, cache.clock(g.id), local_ms())
+        if clock is not None:
+            for line in clock_lines(clock, players_of(g), draw_offer=draw_pending(g)):
+                app.say(line)
         app.age_line(data_time(cache, g))
     return EXIT_OK
 
@@ -151,8 +169,9 @@ def cmd_status(app: App) -> int:
         elif st.active:
             state = "active, " + whose_turn(g)
         else:
-            state = "finished: " + (ending(board, st) or "")
+            state = "finished: " + (ending(board, st, cache.end_reason(g.id)) or "")
         draw = draw_offer(g) or "none"
+        clock = clock_column(g, cache.clock(g.id), local_ms())
         rows = [
             ("Game", g.id),
             ("White", g.white),
@@ -162,6 +181,7 @@ def cmd_status(app: App) -> int:
             ("Next ply", f"{g.next_ply} (move {board.fullmove_number})"),
             ("Draw offer", draw),
             ("Result", result_tag(not st.active, g.ganador)),
+            *([("Clock", clock)] if clock else []),
             *([("Server", REMOVED_NOTE)] if g.removed else []),
             (
                 "Last change",
@@ -177,20 +197,21 @@ def cmd_status(app: App) -> int:
 def cmd_challenges(app: App) -> int:
     with app.open_cache(create=app.args.sync) as cache:
         app.maybe_sync(cache)
-        received = cache.challenge_names("in")
-        sent = cache.challenge_names("out")
+        received = cache.challenge_controls("in")
+        sent = cache.challenge_controls("out")
         if received:
             app.say("Challenges to you:")
-            for name in received:
+            for name, control in received.items():
                 app.say(
-                    f"  {name}   (ajedrez accept {name} --color B|N, or ajedrez decline {name})"
+                    f"  {name}   {control_text(control)}   "
+                    f"(ajedrez accept {name} --color B|N, or ajedrez decline {name})"
                 )
         else:
             app.say("No challenges to you.")
         if sent:
             app.say("Challenges you sent:")
-            for name in sent:
-                app.say(f"  {name}")
+            for name, control in sent.items():
+                app.say(f"  {name}   {control_text(control)}")
         app.age_line(cache.last_sync)
     return EXIT_OK
 
@@ -258,21 +279,25 @@ def cmd_export(app: App) -> int:
 def local_pgn(cache: Cache, g: CachedGame) -> str:
     """The game as the server's PGNX writes it (the same writer), from the local data.
 
-    The start and end days and the end reason come from the server's PGN, which sync
-    fetches once for a new game and once when it ends; a game without them gets what the
-    local copy can tell: an unknown start, its last change as the end, the reason the
-    final position and solicitudes show.
+    The start and end days, the end reason and each move's clock come from the server's
+    PGN, which sync fetches once for a new game and once when it ends; a game without them
+    gets what the local copy can tell: an unknown start, its last change as the end, the
+    reason RELJ or the final position and solicitudes show, no clock comments. The time
+    control comes from RELJ.
     """
     board = board_of(cache, g.id)
     st = g.status_record
     facts = cache.facts(g.id)
+    held = cache.clock(g.id)
+    moves = cache.moves(g.id)
+    banks = [m.clock_ms for m in moves]
     started = facts.started if facts else None
     ended = end_reason = None
     if not st.active:
         if facts is not None and facts.ended is not None:
             ended, end_reason = facts.ended, facts.end_reason
         else:
-            ended, end_reason = g.changed, end_reason_guess(board, st)
+            ended, end_reason = g.changed, end_reason_guess(board, st, cache.end_reason(g.id))
     return game_pgn(
         white=g.white,
         black=g.black,
@@ -283,7 +308,18 @@ def local_pgn(cache: Cache, g: CachedGame) -> str:
         winner=g.ganador,
         end_reason=end_reason,
         moves=board.move_stack,
+        control=_control_of(held.status.control) if held else None,
+        # Every move's clock or none: they come from the server's PGN, which sync reads
+        # when a game reaches this machine and when it ends, not at every move.
+        clock_ms=banks if banks and None not in banks else None,
     )
+
+
+def _control_of(name: str) -> TimeControl | None:
+    try:
+        return parse_control(name)
+    except ValueError:  # a control this client cannot read: exported without the tag
+        return None
 
 
 def cmd_sync(app: App) -> int:
@@ -314,5 +350,16 @@ def cmd_sync(app: App) -> int:
         )
         mine = [g for g in cache.games() if g.status == 0 and g.status_record.turn == g.color]
         if mine:
-            app.say("Your turn: " + ", ".join(f"{g.id} ({g.opponent})" for g in mine) + ".")
+            clocks = cache.clocks()
+            now = local_ms()
+
+            def left(g: CachedGame) -> str:
+                clock = shown_clock(g, clocks.get(g.id), now)
+                if clock is None or clock.running != g.color:
+                    return ""
+                return f", {span(clock.bank(g.color))} left"
+
+            app.say(
+                "Your turn: " + ", ".join(f"{g.id} ({g.opponent}{left(g)})" for g in mine) + "."
+            )
     return EXIT_OK

@@ -5,27 +5,40 @@
    new fecha each answers. The server promises that sending back the last fecha never
    misses a change; a record may come twice, which is harmless here. BAJA comes before
    TRAN and PPEN, which report only what exists: a purged game is marked removed (and
-   kept, in the player's archive); ``SOLI`` then gives the whole list of open challenges,
-   so one declined or withdrawn leaves the local list.
+   kept, in the player's archive); ``SOLI:1`` then gives the whole list of open
+   challenges with their time controls, so one declined or withdrawn leaves the local list.
 2. For every game PPEN reports: ``STAT``, then, when the server's next ply is ahead of the
-   cache, ``SPAR`` from the last ply held locally, so only the missing plies travel.
-   A full sync (PPEN:0) also marks removed the local games the server no longer lists.
+   cache, ``SPAR`` from the last ply held locally, so only the missing plies travel; then
+   ``RELJ`` for its clocks (or, once it has ended, how it ended). PPEN reports every
+   change of a game's clock too (a draw offer, an opponent's leave), so the clocks of the
+   games it does not report are as they were. A full sync (PPEN:0) also marks removed the
+   local games the server no longer lists.
 3. ``SRNK`` for the cached ranking.
+
+A server older than clocks answers RELJ ``800`` and SOLI:1 ``801``: the sync goes on
+without clocks and without time controls.
 """
 
 from __future__ import annotations
 
+import io
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import chess
+import chess.pgn
 
 from ajedrez.client.cache import Cache
 from ajedrez.client.chessboard import board_from, to_move
-from ajedrez.client.errors import ProtocolError, ReplyError
+from ajedrez.client.clocks import local_ms
+from ajedrez.client.errors import ProtocolError, ProtocolFailure, ReplyError
 from ajedrez.client.protocol import Client
 from ajedrez.domain.export import GameFacts, read_facts
-from ajedrez.protocol.records import REMOVED_GAME, GameStatus, MoveRecord
+from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.records import REMOVED_GAME, GameStatus, MoveRecord, OpenChallenge
+
+LocalClock = Callable[[], int]  # this machine's time in ms; the tests pass their own
 
 
 @dataclass
@@ -52,8 +65,8 @@ class GameSync:
     spar_requests: int
 
 
-def sync_game(client: Client, cache: Cache, gid: str) -> GameSync:
-    """STAT one game, then SPAR only the plies the cache lacks; store both."""
+def sync_game(client: Client, cache: Cache, gid: str, *, clock: LocalClock = local_ms) -> GameSync:
+    """STAT one game, then SPAR only the plies the cache lacks, then RELJ; store them."""
     spar_requests = 0
     new_total = 0
     for _attempt in range(3):
@@ -92,26 +105,84 @@ def sync_game(client: Client, cache: Cache, gid: str) -> GameSync:
             break
         # A move arrived between STAT and SPAR: STAT again so status and moves agree.
     learn_facts(client, cache, st)
+    learn_clock(client, cache, st, clock=clock)
     return GameSync(st, new_total, spar_requests)
 
 
+def learn_clock(client: Client, cache: Cache, st: GameStatus, *, clock: LocalClock) -> None:
+    """RELJ for a game that changed: its clocks at the server's ``ahora``, stored with the
+    offset from the local clock, or how it ended. Skipped where nothing can have changed:
+    a game's time control is fixed (an active game without a clock has none to show) and
+    an end is final."""
+    held = cache.clock(st.game)
+    if held is not None and (held.status.end_reason or (st.active and not held.has_clock)):
+        return
+    if "RELJ" in client.unknown:
+        return
+    # The local time before asking: the countdown then starts no later than the server's
+    # ahora, so it never shows more time than is left.
+    asked = clock()
+    try:
+        status = client.relj(st.game)
+    except ProtocolFailure as e:
+        if e.code == Reply.F_CMDINV:  # a server older than clocks
+            return
+        raise
+    with cache.transaction():
+        cache.store_clock(status, status.now_ms - asked)
+
+
+def open_challenges(client: Client) -> list[OpenChallenge]:
+    """SOLI:1, the open challenges with their time controls; plain SOLI from a server
+    older than time controls (control None: not known)."""
+    try:
+        return client.soli(controls=True)
+    except ProtocolFailure as e:
+        if e.code not in (Reply.F_NFIELDS, Reply.F_PARAM):
+            raise
+    return client.soli()
+
+
 def learn_facts(client: Client, cache: Cache, st: GameStatus) -> None:
-    """The start and end days and the end reason, which STAT does not carry, from the
-    server's PGN (PGNX): once when the game is new here, once more when it has ended,
-    so that `ajedrez export` writes the server's text."""
+    """The start and end days, the end reason and each move's clock, which STAT and SPAR
+    do not carry, from the server's PGN (PGNX): once when the game is new here, once more
+    when it has ended, so that `ajedrez export` writes the server's text."""
     known = cache.facts(st.game)
-    if known is not None and (st.active or known.ended is not None):
+    held = cache.clock(st.game)
+    # A full sync fetches the moves again, without the clocks only the PGN carries.
+    clocks_lost = (
+        not st.active
+        and held is not None
+        and held.has_clock
+        and any(m.clock_ms is None for m in cache.moves(st.game))
+    )
+    if known is not None and (st.active or known.ended is not None) and not clocks_lost:
         return
     try:
-        facts = read_facts(client.pgnx(st.game))
+        text = client.pgnx(st.game)
     except ReplyError:
         # Without them the export falls back on what the local data can tell.
         return
+    facts = read_facts(text)
     if st.active:
         # The game may have ended after the STAT: its end waits for the STAT that says so.
         facts = GameFacts(facts.started, None, None)
     with cache.transaction():
         cache.store_facts(st.game, facts)
+        cache.store_move_clocks(st.game, move_clocks(text))
+
+
+def move_clocks(pgn: str) -> dict[int, int]:
+    """ply -> the mover's bank after it (ms), from a PGN's ``[%clk]`` comments."""
+    game = chess.pgn.read_game(io.StringIO(pgn))
+    if game is None:
+        return {}
+    found = {}
+    for ply, node in enumerate(game.mainline(), 1):
+        seconds = node.clock()
+        if seconds is not None:
+            found[ply] = round(seconds * 1000)
+    return found
 
 
 def record_own_move(cache: Cache, gid: str, rec: MoveRecord, san: str) -> None:
@@ -119,7 +190,9 @@ def record_own_move(cache: Cache, gid: str, rec: MoveRecord, san: str) -> None:
         cache.add_moves(gid, [(rec, san, int(time.time()))])
 
 
-def sync_all(client: Client, cache: Cache, *, full: bool = False) -> SyncReport:
+def sync_all(
+    client: Client, cache: Cache, *, full: bool = False, clock: LocalClock = local_ms
+) -> SyncReport:
     report = SyncReport(full=full)
 
     since = 0 if full else cache.fecha("JAUT")
@@ -141,11 +214,10 @@ def sync_all(client: Client, cache: Cache, *, full: bool = False) -> SyncReport:
 
     since = 0 if full else cache.fecha("TRAN")
     fecha, challengers = client.tran(since)
-    challenges = client.soli()
+    challenges = open_challenges(client)
     with cache.transaction():
         held = set(cache.challenge_names("in"))
-        received = [c.user for c in challenges if c.received]
-        cache.replace_challenges(received, [c.user for c in challenges if not c.received])
+        cache.replace_challenges(challenges)
         report.new_challenges = [n for n in dict.fromkeys(challengers) if n not in held]
         cache.set_fecha("TRAN", fecha)
     still_open = {c.user for c in challenges}
@@ -165,7 +237,7 @@ def sync_all(client: Client, cache: Cache, *, full: bool = False) -> SyncReport:
         if full:  # fetched again whole; only games the server no longer has are kept as held
             with cache.transaction():
                 cache.drop_moves(summary.game)
-        result = sync_game(client, cache, summary.game)
+        result = sync_game(client, cache, summary.game, clock=clock)
         report.games_changed.append(summary.game)
         report.spar_requests += result.spar_requests
         if result.new_moves:
@@ -174,6 +246,12 @@ def sync_all(client: Client, cache: Cache, *, full: bool = False) -> SyncReport:
             # One active game per pair: no challenge between the two can still be open.
             with cache.transaction():
                 cache.remove_challenges(summary.opponent)
+    # Active games that last changed before this machine kept clocks (a cache an older
+    # client wrote): PPEN will not report them until they change again.
+    clocks = cache.clocks()
+    for g in cache.games():
+        if g.status_record.active and not g.removed and g.id not in clocks:
+            learn_clock(client, cache, g.status_record, clock=clock)
     with cache.transaction():
         cache.set_fecha("PPEN", fecha)
 
