@@ -21,6 +21,7 @@ from sqlalchemy import create_engine, insert, select, text
 from ajedrez.domain.clocks import ClockRules
 from ajedrez.domain.games import Games
 from ajedrez.domain.timekeeping import Timekeeping
+from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.records import MoveRecord
 from ajedrez.store.db import Database
 from ajedrez.store.models import Game, User
@@ -34,6 +35,7 @@ from tests.support.store import insert_users
 S = START_MS
 E2E4 = MoveRecord(1, "e2e4", 0, "1228", 0)
 E7E5 = MoveRecord(2, "e7e5", 0, "5236", 0)
+G1F3 = MoveRecord(3, "g1f3", 0, "0621", 0)
 STATUS_ACTIVE, STATUS_FINISHED = 0, 2
 WINNER_BLACK = 2
 JOIN_SECONDS = 60  # a bound on a thread that must not wait at all; never reached
@@ -163,6 +165,41 @@ def test_earliest_deadlines_first(store):
     assert sorted(store.time.flag_due(limit=3)) == sorted(
         (game, "aborted") for game, _black in second
     )
+
+
+def test_moves_at_the_deadline_end_their_games_in_their_own_transaction(store):
+    """A move at or after the deadline ends the game on time, committed with the batch
+    it came in, and is refused 833; one a millisecond before is played and saves it."""
+    white, due = store.games_against("10m", 4)
+    store.two_moves_each(white, due)
+    (saved, b1), (late, b2), (stale, b3), (resent, b4) = due
+    deadline = S + SECOND_MS + 10 * MINUTE_MS  # of every white clock
+
+    store.clock.now = deadline - 1
+    store.play([(white, saved, G1F3)])
+    store.clock.now = deadline
+    jobs = [
+        store.moves.job(white, late, G1F3),
+        store.moves.job(b3, stale, MoveRecord(2, "d7d5", 0, "5135", 0)),  # not the stored e5
+        store.moves.job(b4, resent, E7E5),  # the exact move stored: answered as stored
+    ]
+    results = store.db.write_jobs(jobs)
+    assert [type(r).__name__ for r in results] == ["Failure", "Failure", "NoneType"]
+    assert [(r.code, r.reason) for r in results[:2]] == [
+        (Reply.F_GAMEOVER, f"your time ran out: P{late:07d} is finished (timeout)"),
+        (Reply.F_GAMEOVER, f"your opponent's time ran out: P{stale:07d} is finished (timeout)"),
+    ]
+    over = (STATUS_FINISHED, WINNER_BLACK, "timeout")
+    assert store.statuses([saved, late, stale, resent]) == {
+        saved: (STATUS_ACTIVE, 0, None),
+        late: over,
+        stale: over,
+        resent: (STATUS_ACTIVE, 0, None),
+    }
+    assert store.time.flag_due() == [(resent, "timeout")]  # the one no move ended
+    assert store.wins([white, b1, b2, b3, b4]) == {white: 0, b1: 0, b2: 1, b3: 1, b4: 1}
+    # black's in the game saved: black's bank is 9:59 (its first move took a second)
+    assert store.time.next_deadline() == deadline - 1 + 10 * MINUTE_MS - SECOND_MS
 
 
 # -- two server processes ---------------------------------------------------------------------
