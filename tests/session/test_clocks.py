@@ -543,6 +543,10 @@ def test_white_never_moved_the_game_is_aborted(timed):
         g.pid, S + 3 * DAY_MS, "3d", 0, 3 * DAY_MS, "-", 0, end="aborted"
     )
     assert (timed.wins(g.white), timed.wins(g.black)) == (0, 0)  # nobody credited
+    ranking = g.w.cmd("SRNK")
+    assert ranking.code == 205
+    shown = dict(entry.split(":") for entry in ranking.text.split(","))
+    assert shown.get(g.white, "0") == shown.get(g.black, "0") == "0"
     r = g.w.cmd(raw_move(g.pid, 1, "e2e4"))
     assert r.code == 833 and r.text == f"{g.pid} is finished (aborted)"
 
