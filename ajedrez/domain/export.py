@@ -98,7 +98,7 @@ def game_pgn(
     for i, move in enumerate(moves):
         node = node.add_variation(move)
         if clock_ms is not None and i < len(clock_ms) and clock_ms[i] is not None:
-            node.set_clock((clock_ms[i] or 0) / 1000)
+            node.set_clock((clock_ms[i] or 0) // 1000)  # H:MM:SS, whole seconds left
     if end_reason:
         node.comment = f"{node.comment} {end_reason}".strip()
     return game.accept(chess.pgn.StringExporter(columns=COLUMNS)) + "\n"

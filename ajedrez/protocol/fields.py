@@ -125,19 +125,25 @@ def yes_no(value: str) -> bool:
     return value == "S"
 
 
-def control(value: str) -> str:
-    """A time control (section 2), checked for syntax and kept as sent."""
+# The optional fields below may be sent empty, which is the same as leaving them out: an
+# ESPOL 1995 client's trailing ':' (``TRAN:0:``, ``SOLI:``) means what it always meant.
+
+
+def control(value: str) -> str | None:
+    """A time control (section 2), checked for syntax and kept as sent; empty: None."""
     from ajedrez.protocol.timecontrol import parse_control  # imports this module
 
+    if not value:
+        return None
     parse_control(value)
     return value
 
 
 def with_controls(value: str) -> bool:
     """TRAN's and SOLI's optional field: ``1`` asks for each challenge's time control."""
-    if value != "1":
+    if value not in ("", "1"):
         raise ValueError(f"invalid option '{shown(value)}': 1 (with time controls)")
-    return True
+    return value == "1"
 
 
 LEAVE_ACTIONS = ("I", "F", "E")  # LICE: iniciar, finalizar, estado
@@ -150,7 +156,9 @@ def leave_action(value: str) -> str:
     return value
 
 
-def dias(value: str) -> int:
+def dias(value: str) -> int | None:
+    if not value:
+        return None
     if not (_DIGITS.fullmatch(value) and len(value) <= 3 and 1 <= int(value) <= MAX_LEAVE_DAYS):
         raise ValueError(f"invalid number of days '{shown(value)}': 1 to {MAX_LEAVE_DAYS}")
     return int(value)

@@ -219,4 +219,5 @@ def test_soli_lists_open_challenges_both_ways(login, new_user):
     assert mine.cmd(f"ACEP:B:{b}").code == 202  # accepted: a game, no challenge
     assert soli(mine) == []
     assert cb.cmd("SOLI:").code == 216  # a trailing ':' is ignored
-    assert cb.cmd("SOLI:x").code == 801
+    assert cb.cmd("SOLI:x").code == 802  # SOLI takes only 1 (time controls)
+    assert cb.cmd("SOLI:1:x").code == 801

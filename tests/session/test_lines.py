@@ -112,6 +112,22 @@ def test_trailing_colon_is_ignored_when_no_field_is_missing(me):
     assert me.cmd("JAUT:99999999999:").code == 201
 
 
+def test_an_empty_optional_field_is_as_if_left_out(login, user):
+    """An ESPOL 1995 client's trailing ':' on the commands that gained an optional field
+    gets what it always got."""
+    ana, bob = user("a"), user("b")
+    a, b = login(ana), login(bob)
+    assert a.raw(f"JUEG:{bob}:") == frame(200)
+    tran = b.cmd("TRAN:0:")
+    assert tran.code == 200 and tran.text.endswith(f",{ana}")  # names alone
+    assert b.raw("SOLI:") == frame(216, f"R:{ana}")
+    accepted = b.cmd(f"ACEP:N:{ana}:")
+    assert accepted.code == 202
+    relj = a.cmd(f"RELJ:{accepted.text}")
+    assert relj.text.split(":")[2:] == ["none", "0", "0", "-", "0", "0", "0", ""]  # no clock
+    assert a.cmd("LICE:E:").code == 218
+
+
 def test_quit_after_login_has_no_reply(me):
     assert me.raw("QUIT") == b""
     assert me.closed
