@@ -18,6 +18,7 @@ from ajedrez.domain.errors import Failure
 from ajedrez.domain.rules import GameRow
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.records import (
+    BLACK,
     REQ_OFFER,
     WHITE,
     WINNER_BLACK,
@@ -169,7 +170,7 @@ def correspondence(row: ClockRow) -> bool:
 def waiting_color(row: ClockRow) -> str:
     """Whose clock runs: the receiver of a pending draw offer, else the side to move."""
     if row.req_white == REQ_OFFER:
-        return other_color(WHITE)
+        return BLACK
     if row.req_black == REQ_OFFER:
         return WHITE
     return color_of_ply(row.next_ply)
@@ -192,16 +193,20 @@ def start(control: TimeControl, now_ms: int, white_leave_until_ms: int | None) -
 
 def remaining(row: ClockRow, color: str, now_ms: int) -> int:
     """``color``'s bank at ``now_ms``: the running clock counted down, never below 0."""
-    bank = (row.white_ms if color == WHITE else row.black_ms) or 0
+    bank = _banks(row)[color]
     if row.deadline_ms is None or color != waiting_color(row):
         return bank
     since = row.clock_since_ms or 0
     return max(0, bank - max(0, now_ms - since))
 
 
-def _with(row: ClockRow, banks: dict[str, int], running: str, since: int) -> ClockValues:
-    white, black = banks[WHITE], banks["N"]
-    return ClockValues(white, black, since, since + (white if running == WHITE else black))
+def _banks(row: ClockRow) -> dict[str, int]:
+    return {WHITE: row.white_ms or 0, BLACK: row.black_ms or 0}
+
+
+def _running(banks: dict[str, int], running: str, since: int) -> ClockValues:
+    """The clocks with these banks, ``running``'s counting from ``since``."""
+    return ClockValues(banks[WHITE], banks[BLACK], since, since + banks[running])
 
 
 def after_move(
@@ -210,12 +215,10 @@ def after_move(
     """The clocks after ``mover``'s move at ``now_ms``, and the mover's bank after it."""
     control = TimeControl(0, row.tc_increment_ms or 0, row.tc_cap_ms)
     used = max(0, now_ms - (row.clock_since_ms or now_ms))
-    bank = (row.white_ms if mover == WHITE else row.black_ms) or 0
-    after = control.bank_after(bank, used)
-    banks = {WHITE: row.white_ms or 0, "N": row.black_ms or 0, mover: after}
-    opponent = other_color(mover)
+    banks = _banks(row)
+    banks[mover] = after = control.bank_after(banks[mover], used)
     since = starts_at(now_ms, control.correspondence, next_leave_until_ms)
-    return _with(row, banks, opponent, since), after
+    return _running(banks, other_color(mover), since), after
 
 
 def hand_over(
@@ -226,34 +229,33 @@ def hand_over(
     running = waiting_color(row)
     if not has_clock(row) or running == to:
         return None
-    banks = {WHITE: row.white_ms or 0, "N": row.black_ms or 0}
+    banks = _banks(row)
     banks[running] = remaining(row, running, now_ms)
     since = starts_at(now_ms, correspondence(row), to_leave_until_ms)
-    return _with(row, banks, to, since)
+    return _running(banks, to, since)
 
 
 def paused(row: ClockRow, now_ms: int, until_ms: int) -> ClockValues:
     """The running clock stopped until ``until_ms`` (its player's leave)."""
     running = waiting_color(row)
-    banks = {WHITE: row.white_ms or 0, "N": row.black_ms or 0}
+    banks = _banks(row)
     banks[running] = remaining(row, running, now_ms)
-    return _with(row, banks, running, max(until_ms, row.clock_since_ms or 0))
+    return _running(banks, running, max(until_ms, row.clock_since_ms or 0))
 
 
 def resumed(row: ClockRow, now_ms: int) -> ClockValues | None:
     """The running clock started now, if it was waiting for a leave's end."""
     if (row.clock_since_ms or 0) <= now_ms:
         return None
-    banks = {WHITE: row.white_ms or 0, "N": row.black_ms or 0}
-    return _with(row, banks, waiting_color(row), now_ms)
+    return _running(_banks(row), waiting_color(row), now_ms)
 
 
 def extended(row: ClockRow, by_ms: int) -> ClockValues:
     """The running side's bank (and its deadline) ``by_ms`` longer."""
     running = waiting_color(row)
-    banks = {WHITE: row.white_ms or 0, "N": row.black_ms or 0}
+    banks = _banks(row)
     banks[running] += by_ms
-    return _with(row, banks, running, row.clock_since_ms or 0)
+    return _running(banks, running, row.clock_since_ms or 0)
 
 
 def expired(row: ClockRow, now_ms: int, rules: ClockRules) -> bool:

@@ -190,10 +190,9 @@ class Moves:
         """A move at or after its game's deadline ends the game on time (written in this
         transaction) and is refused."""
         if row.status == STATUS_ACTIVE and clocks.expired(row, now, self.clock_rules):
-            rules.color_of(row, job.caller_id, job.game_id)  # a stranger learns nothing more
+            color = rules.color_of(row, job.caller_id, job.game_id)  # a stranger: 831 alone
             reason = flag(tx, job.game_id, row, now)
-            mine = rules.color_of(row, job.caller_id, job.game_id) == clocks.waiting_color(row)
-            raise timed_out(job.game_id, reason, mine)
+            raise timed_out(job.game_id, reason, color == clocks.waiting_color(row))
 
     @staticmethod
     def _leaves(tx: Tx, moved: list[tuple[MoveJob, Any]], now: int) -> dict[int, int]:
