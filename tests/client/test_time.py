@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from ajedrez.client import Client, OpenChallenge, TimeControlChanged
 from ajedrez.client.cache import cache_path
 from ajedrez.client.clocks import when
 from ajedrez.domain.accounts import Accounts
@@ -256,3 +257,25 @@ def test_games_ended_on_time_say_how(timed):
     assert exported == c("export", late, "--from-server").out
     c("sync", "--full")  # fetches the moves again: their clocks are read again too
     assert c("export", late).out == exported
+
+
+def test_the_library_against_the_server(timed):
+    ana, bob = timed.add_user("ana"), timed.add_user("bob")
+    with Client(timed.srv.host, timed.srv.port) as a, Client(timed.srv.host, timed.srv.port) as b:
+        a.login(ana, PASSWORD)
+        b.login(bob, PASSWORD)
+        a.juego(bob, "2h+30s")
+        fecha, challengers = b.tran_controls(0)
+        assert fecha > 0
+        assert [(c.user, c.control) for c in challengers] == [(ana, "2h+30s")]
+        assert b.tran(0).items == [ana]  # without the field, as it always was
+        assert b.soli(controls=True) == [OpenChallenge(ana, True, "2h+30s")]
+        assert b.soli() == [OpenChallenge(ana, True)]
+        with pytest.raises(TimeControlChanged):
+            b.acep("N", ana, "3d")
+        gid = b.acep("N", ana, "2h+30s")
+        clock = a.relj(gid)
+        assert (clock.control, clock.waiting, clock.now_ms) == ("2h+30s", "B", timed.time.now)
+        assert clock.white_ms == clock.black_ms == 2 * HOUR_MS
+        assert clock.deadline_ms == timed.time.now + 2 * HOUR_MS and clock.end_reason == ""
+        assert b.leave_status().until_ms == 0
