@@ -115,6 +115,10 @@ class ClockRow(Protocol):
     def clock_since_ms(self) -> int | None: ...
     @property
     def deadline_ms(self) -> int | None: ...
+    @property
+    def white_leave_until_ms(self) -> int | None: ...
+    @property
+    def black_leave_until_ms(self) -> int | None: ...
 
 
 class ClockGameRow(GameRow, ClockRow, Protocol):
@@ -165,6 +169,15 @@ def has_clock(row: ClockRow) -> bool:
 
 def correspondence(row: ClockRow) -> bool:
     return (row.tc_increment_ms or 0) >= DAY_MS
+
+
+def leave_until(row: ClockRow, color: str) -> int | None:
+    """When the leave of ``color``'s player ends, as the game's row holds it."""
+    return row.white_leave_until_ms if color == WHITE else row.black_leave_until_ms
+
+
+def leave_columns(color: str, until_ms: int | None) -> dict[str, object]:
+    return {"white_leave_until_ms" if color == WHITE else "black_leave_until_ms": until_ms}
 
 
 def waiting_color(row: ClockRow) -> str:

@@ -132,8 +132,10 @@ class Games:
                 clock: dict[str, object] = clocks.control_columns(control)
                 if control is not None:
                     now = self.clock.now_ms()
-                    leave = tx.leaves_until([white], now).get(white)
-                    clock |= clocks.start(control, now, leave).columns()
+                    leaves = tx.leaves_until([white, black], now) if control.correspondence else {}
+                    clock |= clocks.start(control, now, leaves.get(white)).columns()
+                    clock |= clocks.leave_columns(WHITE, leaves.get(white))
+                    clock |= clocks.leave_columns(BLACK, leaves.get(black))
                 return tx.add_game(white, black, chess.STARTING_FEN, clock)
         except Conflict:
             raise Failure(
@@ -189,7 +191,7 @@ class Games:
             # The receiver's clock runs while the offer waits (docs/protocol.md section 5).
             receiver = other_color(color)
             values = {rules.req_field(color): REQ_OFFER}
-            tx.update_game(game_id, **values, **self._handed_over(tx, row, receiver, now))
+            tx.update_game(game_id, **values, **_handed_over(row, receiver, now))
 
         self._act(caller_id, game_id, opponent, offer)
 
@@ -206,7 +208,7 @@ class Games:
                 tx.finish_game(game_id, row, WINNER_DRAW, "agreement", **values)
             else:
                 to_move = color_of_ply(row.next_ply)
-                clock = self._handed_over(tx, row, to_move, now)
+                clock = _handed_over(row, to_move, now)
                 tx.update_game(game_id, **{theirs: REQ_NONE}, **clock)
 
         self._act(caller_id, game_id, opponent, answer)
@@ -255,15 +257,6 @@ class Games:
                 return
             reason = flag(tx, game_id, row, now)
         raise timed_out(game_id, reason, clocks.waiting_color(row) == color)
-
-    def _handed_over(self, tx: StoreTx, row: GameRecord, to: str, now: int) -> dict[str, object]:
-        """The clock columns once the game waits for ``to`` (nothing if it already did)."""
-        if not clocks.has_clock(row):
-            return {}
-        player = row.white_id if to == WHITE else row.black_id
-        leave = tx.leaves_until([player], now).get(player)
-        values = clocks.hand_over(row, to, now, leave)
-        return {} if values is None else values.columns()
 
     # -- export and administration -----------------------------------------------------
 
@@ -395,6 +388,14 @@ class MoveRow(rules.Players, Protocol):
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def _handed_over(row: GameRecord, to: str, now: int) -> dict[str, object]:
+    """The clock columns once the game waits for ``to`` (nothing if it already did)."""
+    if not clocks.has_clock(row):
+        return {}
+    values = clocks.hand_over(row, to, now, clocks.leave_until(row, to))
+    return {} if values is None else values.columns()
 
 
 def _forfeit(tx: StoreTx, row: GameRecord, color: str, reason: str) -> None:

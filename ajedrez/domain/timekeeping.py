@@ -74,6 +74,7 @@ class Timekeeping:
                 raise rules.no_game(game_id)
             rules.color_of(row, caller_id, game_id)
             now = self.clock.now_ms()
+            # From the accounts: the opponent sees a leave in any game, also a live one.
             leaves = tx.leaves_until([row.white_id, row.black_id], now)
         control = clocks.control_from(row.tc_initial_ms, row.tc_increment_ms, row.tc_cap_ms)
         running = row.deadline_ms is not None
@@ -105,17 +106,21 @@ class Timekeeping:
                 raise Failure(Reply.F_LEAVE, f"you have no leave left in {year}")
             length = left if days is None else min(days * DAY_MS, left)
             until = now + length
-            waiting = self._waiting_on(tx, caller_id)
-            for row in waiting:
-                if clocks.remaining(row, clocks.waiting_color(row), now) < clocks.LEAVE_MARGIN_MS:
+            games = self._correspondence_of(tx, caller_id)
+            for row, color in games:
+                running = clocks.waiting_color(row)
+                if running == color and clocks.remaining(row, color, now) < clocks.LEAVE_MARGIN_MS:
                     raise Failure(
                         Reply.F_LEAVE,
                         f"less than {format_duration(clocks.LEAVE_MARGIN_MS)} is left on your "
                         f"clock in {rules.pid(row.id)}: move there first",
                     )
             tx.set_leave(caller_id, until, left - length, year)
-            for row in waiting:
-                tx.update_game(row.id, **clocks.paused(row, now, until).columns())
+            for row, color in games:
+                values = clocks.leave_columns(color, until)
+                if clocks.waiting_color(row) == color:
+                    values |= clocks.paused(row, now, until).columns()
+                tx.update_game(row.id, **values)
         return LeaveStatus(until, left - length)
 
     def end_leave(self, caller_id: int) -> LeaveStatus:
@@ -130,10 +135,12 @@ class Timekeeping:
             if user.leave_year == year:
                 left += user.leave_until_ms - now
             tx.set_leave(caller_id, None, left, year)
-            for row in self._waiting_on(tx, caller_id):
-                values = clocks.resumed(row, now)
-                if values is not None:
-                    tx.update_game(row.id, **values.columns())
+            for row, color in self._correspondence_of(tx, caller_id):
+                values = clocks.leave_columns(color, None)
+                resumed = clocks.resumed(row, now) if clocks.waiting_color(row) == color else None
+                if resumed is not None:
+                    values |= resumed.columns()
+                tx.update_game(row.id, **values)
         return LeaveStatus(0, left)
 
     def leave_status(self, caller_id: int) -> LeaveStatus:
@@ -146,13 +153,13 @@ class Timekeeping:
         return LeaveStatus(until or 0, left)
 
     @staticmethod
-    def _waiting_on(tx: StoreTx, user_id: int) -> list[GameRecord]:
-        """The user's correspondence games whose running clock is the user's, locked."""
+    def _correspondence_of(tx: StoreTx, user_id: int) -> list[tuple[GameRecord, str]]:
+        """The user's correspondence games whose clock runs, locked, with the user's colour
+        in each: their rows carry the user's leave."""
         return [
-            row
+            (row, WHITE if row.white_id == user_id else BLACK)
             for row in tx.running_clocks(user_id=user_id)
             if clocks.correspondence(row)
-            and (row.white_id if clocks.waiting_color(row) == WHITE else row.black_id) == user_id
         ]
 
     # -- administration ----------------------------------------------------------------------

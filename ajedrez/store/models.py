@@ -151,6 +151,11 @@ class Game(Base):
     black_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     clock_since_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     deadline_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # Each player's leave, in a correspondence game whose clock runs (ms; NULL or past:
+    # none): a copy of users.leave_until_ms kept on the row, so a move reads it under the
+    # row's lock, with no other statement.
+    white_leave_until_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    black_leave_until_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     __table_args__ = (
         # One active game per pair of players (seed 5.1); finished games do not count.

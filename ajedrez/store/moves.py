@@ -137,8 +137,7 @@ class Moves:
         now = self.clock.now_ms()
         self._refuse_if_late(tx, job, row, now)
         plan = self._plan(tx, job, row)
-        leaves = self._leaves(tx, [(job, row)], now)
-        self.store([_move_values(tx, job, plan, row, now, leaves)], tx)
+        self.store([_move_values(tx, job, plan, row, now)], tx)
         _finish_if_over(tx, job.game_id, row, plan)
 
     def write_batch(self, tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
@@ -175,8 +174,7 @@ class Moves:
                 out[i] = e
                 continue
             planned.append((job, row, plan))
-        leaves = self._leaves(tx, [(job, row) for job, row, _plan in planned], now)
-        self.store([_move_values(tx, j, p, r, now, leaves) for j, r, p in planned], tx)
+        self.store([_move_values(tx, j, p, r, now) for j, r, p in planned], tx)
         for job, row, plan in planned:
             _finish_if_over(tx, job.game_id, row, plan)
         for i in alone:
@@ -193,17 +191,6 @@ class Moves:
             color = rules.color_of(row, job.caller_id, job.game_id)  # a stranger: 831 alone
             reason = flag(tx, job.game_id, row, now)
             raise timed_out(job.game_id, reason, color == clocks.waiting_color(row))
-
-    @staticmethod
-    def _leaves(tx: Tx, moved: list[tuple[MoveJob, Any]], now: int) -> dict[int, int]:
-        """When the leave ends of each player whose correspondence clock these moves start
-        and who is on leave: one query for a batch, none without such a game."""
-        players = [
-            row.black_id if row.white_id == job.caller_id else row.white_id
-            for job, row in moved
-            if clocks.has_clock(row) and clocks.correspondence(row)
-        ]
-        return tx.leaves_until(players, now) if players else {}
 
     def _plan(self, tx: Tx, job: MoveJob, row: Any) -> rules.Plan:
         return rules.current_plan(
@@ -260,9 +247,7 @@ def just_played(game_id: int, move: MoveRecord) -> Failure:
     return Failure(Reply.F_PLY, f"ply {move.ply} of {rules.pid(game_id)} was just played")
 
 
-def _move_values(
-    tx: Tx, job: MoveJob, plan: rules.Plan, row: Any, now: int, leaves: dict[int, int]
-) -> dict[str, object]:
+def _move_values(tx: Tx, job: MoveJob, plan: rules.Plan, row: Any, now: int) -> dict[str, object]:
     """The parameters of ``INSERT_MOVE``, ``UPDATE_AFTER_MOVE`` and ``STORE_MOVES``."""
     move = job.move
     clock: dict[str, object] = {
@@ -274,8 +259,8 @@ def _move_values(
     }
     if clocks.has_clock(row):
         mover = WHITE if row.white_id == job.caller_id else BLACK
-        opponent = row.black_id if mover == WHITE else row.white_id
-        after, bank = clocks.after_move(row, mover, now, leaves.get(opponent))
+        leave = clocks.leave_until(row, BLACK if mover == WHITE else WHITE)
+        after, bank = clocks.after_move(row, mover, now, leave)
         clock = {
             "m_clock": bank,
             "g_white_ms": after.white_ms,

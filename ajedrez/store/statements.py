@@ -61,6 +61,8 @@ PLAY_ROW = Prepared(
         Game.black_ms,
         Game.clock_since_ms,
         Game.deadline_ms,
+        Game.white_leave_until_ms,
+        Game.black_leave_until_ms,
     )
     .where(Game.id == bindparam("gid"))
     .with_for_update()

@@ -21,7 +21,14 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 _CONTROL = ("tc_initial_ms", "tc_increment_ms", "tc_cap_ms")
-_GAME_CLOCK = ("white_ms", "black_ms", "clock_since_ms", "deadline_ms")
+_GAME_CLOCK = (
+    "white_ms",
+    "black_ms",
+    "clock_since_ms",
+    "deadline_ms",
+    "white_leave_until_ms",
+    "black_leave_until_ms",
+)
 _LEAVE = (("leave_until_ms", sa.BigInteger()), ("leave_left_ms", sa.BigInteger()))
 
 
