@@ -255,7 +255,7 @@ class Games:
             if not clocks.expired(row, now, self.clock_rules):
                 action(tx, row, color, now)
                 return
-            reason = flag(tx, game_id, row, now)
+            reason = flag(tx, game_id, row)
         raise timed_out(game_id, reason, clocks.waiting_color(row) == color)
 
     # -- export and administration -----------------------------------------------------

@@ -8,6 +8,7 @@ plain tuples where the domain only passes values on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -115,6 +116,7 @@ class StoreTx(Protocol):
 
     # clocks and leave
     def next_deadline(self) -> int | None: ...
+    def finish_timed_out(self, endings: Sequence[tuple[int, GameRow, int, str]]) -> None: ...
     def due_games(self, now_ms: int, limit: int) -> list[GameRecord]: ...
     def running_clocks(
         self, *, game_id: int | None = None, user_id: int | None = None

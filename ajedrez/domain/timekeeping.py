@@ -23,11 +23,10 @@ from ajedrez.protocol.timecontrol import DAY_MS, control_name, format_duration
 FLAG_BATCH = 200  # games ended on time in one transaction
 
 
-def flag(tx: StoreTx, game_id: int, row: clocks.ClockGameRow, now_ms: int) -> str:
-    """End the game on time: the running side's bank is spent. Returns the end reason."""
+def flag(tx: StoreTx, game_id: int, row: clocks.ClockGameRow) -> str:
+    """End the game on time (as the scheduler's pass does). Returns the end reason."""
     winner, reason = clocks.timeout_result(row, row.fen)
-    spent = "white_ms" if clocks.waiting_color(row) == WHITE else "black_ms"
-    tx.finish_game(game_id, row, winner, reason, **{spent: 0})
+    tx.finish_timed_out([(game_id, row, winner, reason)])
     return reason
 
 
@@ -58,12 +57,14 @@ class Timekeeping:
         now = self.clock.now_ms()
         if not self.rules.may_flag(now):
             return []
-        ended = []
         with self.store.writing() as tx:
-            for row in tx.due_games(now, limit):
-                if clocks.expired(row, now, self.rules):
-                    ended.append((row.id, flag(tx, row.id, row, now)))
-        return ended
+            endings = [
+                (row.id, row, *clocks.timeout_result(row, row.fen))
+                for row in tx.due_games(now, limit)
+                if clocks.expired(row, now, self.rules)
+            ]
+            tx.finish_timed_out(endings)
+        return [(game_id, reason) for game_id, _row, _winner, reason in endings]
 
     # -- RELJ --------------------------------------------------------------------------------
 

@@ -3,17 +3,19 @@ the domain's ``Games`` reads and writes, one method each, within a transaction."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import chess
 from sqlalchemy import Connection, case, delete, insert, select, update
 
-from ajedrez.domain.clocks import control_columns, control_from
+from ajedrez.domain.clocks import control_columns, control_from, waiting_color
 from ajedrez.domain.rules import as_move
 from ajedrez.protocol.records import (
     REQ_NONE,
     STATUS_ACTIVE,
     STATUS_FINISHED,
+    WHITE,
     WINNER_BLACK,
     WINNER_NONE,
     WINNER_WHITE,
@@ -244,6 +246,34 @@ class GameQueries:
             finished_at=self.stamp,
             deadline_ms=None,  # no clock runs in a finished game
             **values,
+        )
+
+    def finish_timed_out(self, endings: Sequence[tuple[int, Any, int, str]]) -> None:
+        """End many games on time at once, each (game id, row, winner, reason): the
+        running side's bank spent, the winner credited. Two statements for them all (the
+        scheduler's pass ends a burst of games after an outage at this rate)."""
+        if not endings:
+            return
+        wins = [
+            {"uid": row.white_id if winner == WINNER_WHITE else row.black_id}
+            for _gid, row, winner, _reason in endings
+            if winner in (WINNER_WHITE, WINNER_BLACK)
+        ]
+        if wins:
+            self.conn.execute(st.CREDIT_WIN, wins)
+        self.conn.execute(
+            st.END_ON_TIME,
+            [
+                {
+                    "gid": gid,
+                    "g_winner": winner,
+                    "g_reason": reason,
+                    "g_white_ms": 0 if waiting_color(row) == WHITE else row.white_ms,
+                    "g_black_ms": row.black_ms if waiting_color(row) == WHITE else 0,
+                    "g_at": self.stamp,
+                }
+                for gid, row, winner, reason in endings
+            ],
         )
 
     def list_games(self) -> list[Any]:

@@ -47,10 +47,13 @@ class MoveJob:
     move: MoveRecord
     plan: rules.Plan | None  # checked on a snapshot (SQLite), to be confirmed against the row
 
-    def __call__(self, tx: Tx) -> None:
+    def __call__(self, tx: Tx) -> Failure | None:
+        """Store the move. A move past its game's deadline is refused by *returning*
+        the Failure: the game's end on time stays written (a raised one would be undone
+        with the job's work)."""
         try:
             with mapped_errors():
-                self.moves.write_one(tx, self)
+                return self.moves.write_one(tx, self)
         except Conflict:
             raise just_played(self.game_id, self.move) from None
 
@@ -88,9 +91,12 @@ class Moves:
 
     # -- from an event loop --------------------------------------------------------------
 
-    def play(self, caller_id: int, game_id: int, move: MoveRecord) -> asyncio.Future[None]:
+    def play(
+        self, caller_id: int, game_id: int, move: MoveRecord
+    ) -> asyncio.Future[Failure | None]:
         """JGDA: the future completes when the move is durable, or fails with the reason
-        it was refused (``Failure``) or could not be stored."""
+        it was refused (``Failure``: also one the job returned, as the store raises an
+        outcome that is an exception) or could not be stored."""
         return self.db.write_later(self.job(caller_id, game_id, move))
 
     def game_rows(self, game_id: int) -> asyncio.Future[list[Any]]:
@@ -118,9 +124,10 @@ class Moves:
 
     # -- writing (in the store's writer, within a batch's transaction) ---------------------
 
-    def write_one(self, tx: Tx, job: MoveJob) -> None:
+    def write_one(self, tx: Tx, job: MoveJob) -> Failure | None:
         """One move alone: a game's second move in a batch, a possible resend, or a
-        batch's move run again after a fault."""
+        batch's move run again after a fault. Returns the refusal of a move past its
+        game's deadline (see ``MoveJob.__call__``); raises any other."""
         row = st.PLAY_ROW.first(tx.conn, gid=job.game_id)
         if row is None:
             raise rules.no_game(job.game_id)
@@ -133,12 +140,15 @@ class Moves:
                 move.posicion,
                 move.promocion,
             ):
-                return  # an exact resend of the move just stored: nothing to do
+                return None  # an exact resend of the move just stored: nothing to do
         now = self.clock.now_ms()
-        self._refuse_if_late(tx, job, row, now)
+        late = self._end_if_late(tx, job, row, now)
+        if late is not None:
+            return late
         plan = self._plan(tx, job, row)
         self.store([_move_values(tx, job, plan, row, now)], tx)
         _finish_if_over(tx, job.game_id, row, plan)
+        return None
 
     def write_batch(self, tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
         """A batch of moves in a few statements instead of several a move (a round trip
@@ -148,8 +158,9 @@ class Moves:
 
         A game's second move in the batch, and a possible resend, run afterwards one by
         one (``write_one``), seeing the stored moves. A refused move is refused before
-        anything is written, so it leaves nothing to undo; a database fault raises, and
-        ``Database.write_jobs`` then runs each job alone."""
+        anything is written, so it leaves nothing to undo (but the end on time of a game
+        whose deadline has passed, which is its own change); a database fault raises,
+        and ``Database.write_jobs`` then runs each job alone."""
         rows = self.rows(tx, sorted({j.game_id for j in jobs}))
         now = self.clock.now_ms()
         out: list[Exception | None] = [None] * len(jobs)
@@ -168,7 +179,9 @@ class Moves:
                 if rules.maybe_resend(row, job.caller_id, job.game_id, job.move):
                     alone.append(i)
                     continue
-                self._refuse_if_late(tx, job, row, now)
+                out[i] = self._end_if_late(tx, job, row, now)
+                if out[i] is not None:
+                    continue
                 plan = self._plan(tx, job, row)
             except Failure as e:
                 out[i] = e
@@ -179,18 +192,19 @@ class Moves:
             _finish_if_over(tx, job.game_id, row, plan)
         for i in alone:
             try:
-                jobs[i](tx)
+                out[i] = jobs[i](tx)
             except Failure as e:
                 out[i] = e
         return out
 
-    def _refuse_if_late(self, tx: Tx, job: MoveJob, row: Any, now: int) -> None:
+    def _end_if_late(self, tx: Tx, job: MoveJob, row: Any, now: int) -> Failure | None:
         """A move at or after its game's deadline ends the game on time (written in this
-        transaction) and is refused."""
+        transaction); returns its refusal."""
         if row.status == STATUS_ACTIVE and clocks.expired(row, now, self.clock_rules):
             color = rules.color_of(row, job.caller_id, job.game_id)  # a stranger: 831 alone
-            reason = flag(tx, job.game_id, row, now)
-            raise timed_out(job.game_id, reason, color == clocks.waiting_color(row))
+            reason = flag(tx, job.game_id, row)
+            return timed_out(job.game_id, reason, color == clocks.waiting_color(row))
+        return None
 
     def _plan(self, tx: Tx, job: MoveJob, row: Any) -> rules.Plan:
         return rules.current_plan(

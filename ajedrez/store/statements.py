@@ -23,6 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import aliased
 
+from ajedrez.protocol.records import STATUS_FINISHED
 from ajedrez.store.models import Game, Move, User
 from ajedrez.store.prepared import Prepared, PreparedMany
 
@@ -77,6 +78,22 @@ PLAY_ROWS = Prepared(
 # The scheduler's next deadline: the first entry of ix_games_deadline.
 NEXT_DEADLINE = (
     select(Game.deadline_ms).where(Game.deadline_ms.isnot(None)).order_by(Game.deadline_ms).limit(1)
+)
+# The scheduler's pass (game_queries.finish_timed_out), run with many parameter sets.
+CREDIT_WIN = update(User).where(User.id == bindparam("uid")).values(wins=User.wins + 1)
+END_ON_TIME = (
+    update(Game)
+    .where(Game.id == bindparam("gid"))
+    .values(
+        status=STATUS_FINISHED,
+        winner=bindparam("g_winner"),
+        end_reason=bindparam("g_reason"),
+        finished_at=bindparam("g_at"),
+        changed_at=bindparam("g_at"),
+        deadline_ms=None,
+        white_ms=bindparam("g_white_ms"),
+        black_ms=bindparam("g_black_ms"),
+    )
 )
 MOVE_AT = Prepared(
     select(Move.jugada, Move.reverso, Move.posicion, Move.promocion).where(

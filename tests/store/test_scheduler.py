@@ -202,6 +202,25 @@ def test_moves_at_the_deadline_end_their_games_in_their_own_transaction(store):
     assert store.time.next_deadline() == deadline - 1 + 10 * MINUTE_MS - SECOND_MS
 
 
+def test_a_late_move_run_alone_still_ends_its_game(store):
+    """A move that runs on its own (here a game's second move in one batch, and a move in a
+    transaction of its own, as after a fault in its batch) is refused by being returned,
+    not raised, so the end on time it wrote is kept."""
+    white, due = store.games_against("10m", 2)
+    store.two_moves_each(white, due)
+    (first, b1), (second, b2) = due
+    store.clock.now = S + SECOND_MS + 10 * MINUTE_MS  # white's deadline in both
+    again = store.moves.job(white, first, MoveRecord(3, "d2d4", 0, "1127", 0))
+    results = store.db.write_jobs([store.moves.job(white, first, G1F3), again])
+    assert [getattr(r, "code", r) for r in results] == [Reply.F_GAMEOVER, Reply.F_GAMEOVER]
+    with store.db.writing() as tx:
+        refused = store.moves.job(white, second, G1F3)(tx)
+    assert refused is not None and refused.code == Reply.F_GAMEOVER
+    over = (STATUS_FINISHED, WINNER_BLACK, "timeout")
+    assert store.statuses([first, second]) == {first: over, second: over}
+    assert store.wins([b1, b2]) == {b1: 1, b2: 1}
+
+
 # -- two server processes ---------------------------------------------------------------------
 
 
