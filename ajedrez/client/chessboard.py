@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 import chess
 
-from ajedrez.client.clocks import ABORTED, CLOCK_REASONS
+from ajedrez.client.clocks import CLOCK_REASONS
 from ajedrez.domain.export import result_text
 from ajedrez.protocol.records import (
     BLACK,
+    END_ABORTED,
     REQ_ACCEPT,
     REQ_RESIGN,
     WHITE,
@@ -236,7 +237,7 @@ def ending(board: chess.Board, st: GameStatus, reason: str | None = None) -> str
     if st.active:
         return None
     how = how_it_ended(board, st, reason)
-    if how == ABORTED:
+    if how == END_ABORTED:
         return "aborted (no first move in time; no result)"
     if st.ganador in (WINNER_WHITE, WINNER_BLACK):
         winner = WHITE if st.ganador == WINNER_WHITE else BLACK

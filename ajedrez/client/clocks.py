@@ -14,14 +14,20 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ajedrez.protocol.records import BLACK, NO_CLOCK_RUNS, WHITE, ClockStatus, other_color
+from ajedrez.protocol.records import (
+    BLACK,
+    END_ABORTED,
+    END_TIMEOUT,
+    NO_CLOCK_RUNS,
+    WHITE,
+    ClockStatus,
+    other_color,
+)
 from ajedrez.protocol.timecontrol import DAY_MS, HOUR_MS, MINUTE_MS, NONE, SECOND_MS, parse_control
 
-ABORTED = "aborted"
-TIMEOUT = "timeout"
 # The end reasons only the server can tell: the final position and solicitudes look the
 # same as those of a game still going on, or of an unclaimed draw.
-CLOCK_REASONS = (TIMEOUT, ABORTED)
+CLOCK_REASONS = (END_TIMEOUT, END_ABORTED)
 
 _SPAN_UNITS = (("d", DAY_MS), ("h", HOUR_MS), ("min", MINUTE_MS), ("s", SECOND_MS))
 

@@ -19,6 +19,8 @@ from ajedrez.domain.rules import GameRow
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.records import (
     BLACK,
+    END_ABORTED,
+    END_TIMEOUT,
     REQ_OFFER,
     WHITE,
     WINNER_BLACK,
@@ -36,8 +38,6 @@ from ajedrez.protocol.timecontrol import (
     format_duration,
 )
 
-TIMEOUT = "timeout"
-ABORTED = "aborted"
 LEAVE_MARGIN_MS = HOUR_MS  # leave cannot start this close to a running deadline
 
 
@@ -163,6 +163,20 @@ def control_from(initial: int | None, increment: int | None, cap: int | None) ->
     return TimeControl(initial, increment or 0, cap)
 
 
+class ControlColumns(Protocol):
+    @property
+    def tc_initial_ms(self) -> int | None: ...
+    @property
+    def tc_increment_ms(self) -> int | None: ...
+    @property
+    def tc_cap_ms(self) -> int | None: ...
+
+
+def control_of(row: ControlColumns) -> TimeControl | None:
+    """The time control a game's row (or a listing's) holds."""
+    return control_from(row.tc_initial_ms, row.tc_increment_ms, row.tc_cap_ms)
+
+
 def has_clock(row: ClockRow) -> bool:
     return row.clock_since_ms is not None
 
@@ -282,12 +296,12 @@ def timeout_result(row: ClockGameRow, fen: str) -> tuple[int, str]:
     out = waiting_color(row)
     never_moved = row.next_ply <= (1 if out == WHITE else 2)
     if never_moved:
-        return WINNER_NONE, ABORTED
+        return WINNER_NONE, END_ABORTED
     winner = other_color(out)
     board = chess.Board(fen)
     if board.has_insufficient_material(chess.WHITE if winner == WHITE else chess.BLACK):
-        return WINNER_DRAW, TIMEOUT
-    return (WINNER_WHITE if winner == WHITE else WINNER_BLACK), TIMEOUT
+        return WINNER_DRAW, END_TIMEOUT
+    return (WINNER_WHITE if winner == WHITE else WINNER_BLACK), END_TIMEOUT
 
 
 def leave_left_ms(

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 import chess
 import chess.pgn
 
+from ajedrez.protocol.records import END_ABORTED, END_TIMEOUT
 from ajedrez.protocol.timecontrol import TimeControl
 
 EVENT = "Ajedrez correspondence game"
@@ -27,7 +28,7 @@ RESULTS = {1: "1-0", 2: "0-1", 3: "1/2-1/2"}  # by ganador
 # The end reason of a game its loser lost by leaving the service (``games.forfeit_all``).
 LEFT_SERVICE = "left the service"
 # End reasons of clocks (``clocks.py``): their PGN Termination.
-TERMINATIONS = {LEFT_SERVICE: "abandoned", "timeout": "time forfeit", "aborted": "unterminated"}
+TERMINATIONS = {LEFT_SERVICE: "abandoned", END_TIMEOUT: "time forfeit", END_ABORTED: "unterminated"}
 UNKNOWN_DATE = "????.??.??"
 _CLOCK = re.compile(r"\[%clk [^\]]*\]")
 # PGNX sends the text in lines, and an unwrapped movetext of a long game would not fit in

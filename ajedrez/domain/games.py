@@ -268,7 +268,7 @@ class Games:
                 rules.color_of(row, caller_id, game_id)
             moves = tx.moves(game_id)
             clock_ms = tx.move_clocks(game_id) if clocks.has_clock(row) else None
-        control = clocks.control_from(row.tc_initial_ms, row.tc_increment_ms, row.tc_cap_ms)
+        control = clocks.control_of(row)
         return game_pgn(
             white=row.white,
             black=row.black,
@@ -296,7 +296,7 @@ class Games:
                 r.next_ply - 1,
                 r.changed_at,
                 r.end_reason,
-                control_name(clocks.control_from(r.tc_initial_ms, r.tc_increment_ms, r.tc_cap_ms)),
+                control_name(clocks.control_of(r)),
                 r.deadline_ms,
             )
             for r in rows

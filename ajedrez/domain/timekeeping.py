@@ -77,7 +77,7 @@ class Timekeeping:
             now = self.clock.now_ms()
             # From the accounts: the opponent sees a leave in any game, also a live one.
             leaves = tx.leaves_until([row.white_id, row.black_id], now)
-        control = clocks.control_from(row.tc_initial_ms, row.tc_increment_ms, row.tc_cap_ms)
+        control = clocks.control_of(row)
         running = row.deadline_ms is not None
         return ClockStatus(
             rules.pid(game_id),

@@ -27,6 +27,9 @@ REQ_RESIGN = 3
 REMOVED_GAME = "P"  # BAJA: the administrator purged this game
 REMOVED_CHALLENGE = "R"  # BAJA: the challenge with this user closed without a game
 MADE = "E"  # SOLI: a challenge I made (enviada)
+# End reasons of a game ended on time (RELJ's fin, 833's text, PGN, the admin's listing).
+END_TIMEOUT = "timeout"
+END_ABORTED = "aborted"  # the side out of time never moved: no result
 RECEIVED = "R"  # SOLI: a challenge made to me (recibida)
 
 _PARTIDA = re.compile(r"P[0-9]{7}")

@@ -261,20 +261,20 @@ class GameQueries:
         ]
         if wins:
             self.conn.execute(st.CREDIT_WIN, wins)
-        self.conn.execute(
-            st.END_ON_TIME,
-            [
+        ended = []
+        for gid, row, winner, reason in endings:
+            white_out = waiting_color(row) == WHITE  # that side's bank is spent
+            ended.append(
                 {
                     "gid": gid,
                     "g_winner": winner,
                     "g_reason": reason,
-                    "g_white_ms": 0 if waiting_color(row) == WHITE else row.white_ms,
-                    "g_black_ms": row.black_ms if waiting_color(row) == WHITE else 0,
+                    "g_white_ms": 0 if white_out else row.white_ms,
+                    "g_black_ms": row.black_ms if white_out else 0,
                     "g_at": self.stamp,
                 }
-                for gid, row, winner, reason in endings
-            ],
-        )
+            )
+        self.conn.execute(st.END_ON_TIME, ended)
 
     def list_games(self) -> list[Any]:
         """Every game: id, white, black, status, winner, next_ply, changed_at, end_reason,
