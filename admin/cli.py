@@ -144,6 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     purge.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     export = games.add_parser("export", help="print a game as PGN")
     export.add_argument("game", help="game id: P0000001, or just 1")
+    chat = games.add_parser(
+        "chat",
+        help="print a game's chat, both channels (recorded in the audit trail)",
+        description="Print every message said in a game, the players' (J) and the "
+        "observers' (O), oldest first, to handle a report of abuse. Reading is recorded in "
+        "the audit trail.",
+    )
+    chat.add_argument("game", help="game id: P0000001, or just 1")
     extend = games.add_parser(
         "extend",
         help="give time back to the side whose clock runs (after a server outage)",
@@ -493,6 +501,20 @@ def games_export(db: Database, args: argparse.Namespace) -> None:
     sys.stdout.write(Games(db).pgn(_game_id(args.game)))
 
 
+def games_chat(db: Database, args: argparse.Namespace) -> None:
+    lines = Games(db).live.chat_log(_game_id(args.game), by=_actor())
+    if not lines:
+        print("no messages")
+        return
+    print(f"{'WHEN (UTC)':<19}  CH  {'PLY':>4}  {'WHO':<16}  TEXT")
+    for line in lines:
+        who = _shown(line.user)
+        print(
+            f"{_moment(line.at_ms):<19}  {line.channel:<2}  {line.ply:>4}  {who:<16}  "
+            f"{_shown(line.text)}"
+        )
+
+
 def _game_id(text: str) -> int:
     m = _GAME_ID.fullmatch(text)
     if m is None:
@@ -527,6 +549,7 @@ COMMANDS: dict[tuple[str, str], Callable[[Database, argparse.Namespace], None]] 
     ("games", "list"): games_list,
     ("games", "purge"): games_purge,
     ("games", "export"): games_export,
+    ("games", "chat"): games_chat,
     ("games", "extend"): games_extend,
     ("audit", "list"): audit_list,
 }

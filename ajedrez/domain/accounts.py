@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ajedrez.domain import games
+from ajedrez.domain import events, games
+from ajedrez.domain.clocks import Clock, SystemClock
 from ajedrez.domain.errors import Conflict, Failure
 from ajedrez.domain.passwords import hash_password, verify
 from ajedrez.domain.ports import Store, StoreTx
@@ -46,10 +47,12 @@ class Accounts:
         *,
         max_pending: int | None = None,
         max_pending_per_address: int | None = None,
+        clock: Clock | None = None,
     ) -> None:
         """``max_pending``, ``max_pending_per_address``: caps on SUBS requests waiting for
         the administrator, in all and from one client address (None: no cap)."""
         self.store = store
+        self.clock = clock or SystemClock()
         self.max_pending = max_pending
         self.max_pending_per_address = max_pending_per_address
 
@@ -227,9 +230,19 @@ class Accounts:
                 raise Failure(Reply.F_NOUSER, f"no active user '{name}'")
             # Games first: a finishing move locks its game before the winner's user row,
             # so taking the same order here leaves PostgreSQL no lock cycle.
-            forfeited = games.forfeit_all(tx, user_id)
-            others = tx.drop_challenges_of(user_id)
+            now = self.clock.now_ms()
+            forfeited = games.forfeit_all(tx, user_id, now)
+            tx.drop_seeks(user_id)
+            closed = tx.drop_challenges_of(user_id)
+            others = [b if a == user_id else a for a, b in closed]
             tx.note_removals(REMOVED_CHALLENGE, [(other, name) for other in others])
+            names = tx.user_names(others) | {user_id: name}
+            for maker, challenged in closed:
+                tx.emit(
+                    events.challenge_closed(
+                        now, (maker, names[maker]), (challenged, names[challenged]), user_id
+                    )
+                )
             tx.close_account(user_id)
             lost = ", ".join(format_partida(g) for g in forfeited)
             tx.audit(by, "users remove", name, f"active games forfeited: {lost or 'none'}")

@@ -9,7 +9,7 @@ writes what these functions return (``ClockValues.columns``).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import chess
@@ -127,12 +127,21 @@ class ClockGameRow(GameRow, ClockRow, Protocol):
 
 @dataclass(frozen=True)
 class ClockValues:
-    """New values of a game's clock columns."""
+    """New values of a game's clock columns. ``warned_until``: the clock warnings of
+    this turn up to then were sent already (None: none was)."""
 
     white_ms: int
     black_ms: int
     since_ms: int
     deadline_ms: int | None
+    warned_until: int | None = None
+
+    @property
+    def warn_at_ms(self) -> int | None:
+        if self.deadline_ms is None:
+            return None
+        after = self.since_ms - 1 if self.warned_until is None else self.warned_until
+        return next_warning(self.since_ms, self.deadline_ms, after)
 
     def columns(self) -> dict[str, object]:
         return {
@@ -140,10 +149,23 @@ class ClockValues:
             "black_ms": self.black_ms,
             "clock_since_ms": self.since_ms,
             "deadline_ms": self.deadline_ms,
+            "warn_at_ms": self.warn_at_ms,
         }
 
     def bank(self, color: str) -> int:
         return self.white_ms if color == WHITE else self.black_ms
+
+
+def next_warning(since_ms: int, deadline_ms: int, after_ms: int) -> int | None:
+    """The first clock warning of a turn (AVISO_RELOJ, docs/protocol.md section 6) later
+    than ``after_ms``: when a tenth of the bank the turn began with is left, and, for a
+    turn of more than a day, when a day is left. None: no warning is left."""
+    bank = deadline_ms - since_ms
+    times = [deadline_ms - bank // 10]
+    if bank > DAY_MS:
+        times.append(deadline_ms - DAY_MS)
+    later = [t for t in times if t > after_ms]
+    return min(later) if later else None
 
 
 def control_columns(control: TimeControl | None) -> dict[str, object]:
@@ -277,12 +299,13 @@ def resumed(row: ClockRow, now_ms: int) -> ClockValues | None:
     return _running(_banks(row), waiting_color(row), now_ms)
 
 
-def extended(row: ClockRow, by_ms: int) -> ClockValues:
-    """The running side's bank (and its deadline) ``by_ms`` longer."""
+def extended(row: ClockRow, by_ms: int, now_ms: int) -> ClockValues:
+    """The running side's bank (and its deadline) ``by_ms`` longer; the warnings that
+    fell before ``now_ms`` are not sent again."""
     running = waiting_color(row)
     banks = _banks(row)
     banks[running] += by_ms
-    return _running(banks, running, row.clock_since_ms or 0)
+    return replace(_running(banks, running, row.clock_since_ms or 0), warned_until=now_ms)
 
 
 def expired(row: ClockRow, now_ms: int, rules: ClockRules) -> bool:
@@ -315,3 +338,15 @@ def leave_left_ms(
 
 def utc_year(now_ms: int) -> int:
     return time.gmtime(now_ms // 1000).tm_year
+
+
+def taken_back(
+    row: ClockRow, mover: str, bank_ms: int, now_ms: int, leave_until_ms: int | None
+) -> ClockValues:
+    """A move of ``mover`` taken back: ``mover`` is to move again with ``bank_ms`` (what
+    the turn began with), counting from now; the opponent's bank is as it was before
+    their clock started, so the time the request waited costs them nothing."""
+    banks = _banks(row)
+    banks[mover] = bank_ms
+    since = starts_at(now_ms, correspondence(row), leave_until_ms)
+    return _running(banks, mover, since)

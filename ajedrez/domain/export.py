@@ -71,6 +71,7 @@ def game_pgn(
     moves: Iterable[chess.Move],
     control: TimeControl | None = None,
     clock_ms: list[int | None] | None = None,
+    chat: Iterable[tuple[int, str]] = (),
 ) -> str:
     """The PGN of a game from the initial position, ending with a newline.
 
@@ -78,7 +79,8 @@ def game_pgn(
     while it goes on; ``end_reason`` (``checkmate``, ``agreement``, ...) becomes the
     comment after the last move. ``control``: the game's time control (the
     ``TimeControl`` tag; None: no clock, no tag); ``clock_ms``: each move's remaining time
-    for its mover, written as a ``[%clk]`` comment.
+    for its mover, written as a ``[%clk]`` comment. ``chat``: (the ply it followed, text)
+    of each chat message to add as a comment (PGNX:<partida>:1).
     """
     game = chess.pgn.Game()
     game.headers["Event"] = EVENT
@@ -95,13 +97,22 @@ def game_pgn(
     if ended is not None:
         game.headers["EndDate"] = pgn_date(ended)
         game.headers["Termination"] = TERMINATIONS.get(end_reason or "", "normal")
+    said: dict[int, list[str]] = {}
+    for ply, text in chat:
+        said.setdefault(ply, []).append(text.replace("}", ")"))  # "}" would end the comment
+    # Messages can hold no line break, so each goes on a line of its own in the comment,
+    # and an end reason after them on the last line, where read_facts finds it.
     node: chess.pgn.GameNode = game
+    game.comment = "\n".join(said.get(0, []))
     for i, move in enumerate(moves):
         node = node.add_variation(move)
         if clock_ms is not None and i < len(clock_ms) and clock_ms[i] is not None:
             node.set_clock((clock_ms[i] or 0) // 1000)  # H:MM:SS, whole seconds left
+        if i + 1 in said:
+            node.comment = "\n".join([c for c in (node.comment, *said[i + 1]) if c])
     if end_reason:
-        node.comment = f"{node.comment} {end_reason}".strip()
+        sep = "\n" if "\n" in node.comment or (node is game and said) else " "
+        node.comment = f"{node.comment}{sep}{end_reason}".strip()
     return game.accept(chess.pgn.StringExporter(columns=COLUMNS)) + "\n"
 
 
@@ -113,10 +124,11 @@ def read_facts(text: str) -> GameFacts:
         return GameFacts(None, None, None)
     # A game that ended before its first move carries the comment on the game itself.
     comment = _CLOCK.sub("", game.end().comment).strip()
+    reason = comment.splitlines()[-1].strip() if comment else ""  # after any chat
     return GameFacts(
         _fecha_of(game.headers.get("Date")),
         _fecha_of(game.headers.get("EndDate")),
-        comment or None,
+        reason or None,
     )
 
 

@@ -12,15 +12,26 @@ from typing import Protocol
 
 import chess
 
-from ajedrez.domain import clocks, rules
+from ajedrez.domain import clocks, events, rules
 from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.errors import Conflict, Failure
 from ajedrez.domain.export import LEFT_SERVICE, game_pgn
+from ajedrez.domain.fen import position_fen
+from ajedrez.domain.live import (
+    OBSERVERS,
+    PLAYERS,
+    Live,
+    chat_comment,
+    existing_game,
+    reader_color,
+    start_game,
+)
 from ajedrez.domain.ports import GameRecord, Store, StoreTx
 from ajedrez.domain.timekeeping import Timekeeping, flag, timed_out
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.records import (
     BLACK,
+    OBSERVER,
     REMOVED_CHALLENGE,
     REMOVED_GAME,
     REQ_ACCEPT,
@@ -65,11 +76,19 @@ class Games:
         self.clock = clock or SystemClock()
         self.clock_rules = clock_rules or ClockRules()
         self.time = Timekeeping(store, self.clock, self.clock_rules)
+        self.live = Live(store, self.clock, self.clock_rules)
 
     # -- challenges --------------------------------------------------------------------
 
-    def challenge(self, caller_id: int, target: str, control_text: str | None = None) -> None:
-        """JUEG; ``control_text``: the time control as sent (None: the server's default)."""
+    def challenge(
+        self,
+        caller_id: int,
+        target: str,
+        control_text: str | None = None,
+        private: bool = False,
+    ) -> None:
+        """JUEG; ``control_text``: the time control as sent (None: the server's default);
+        ``private``: the game will refuse observers."""
         if control_text is None:
             control = self.clock_rules.default_control
         else:
@@ -93,7 +112,16 @@ class Games:
                     raise Failure(
                         Reply.F_GAMEEXISTS, f"you already have an active game with '{target}'"
                     )
-                tx.add_challenge(caller_id, target_id, control)
+                tx.add_challenge(caller_id, target_id, control, private)
+                tx.emit(
+                    events.challenge_made(
+                        self.clock.now_ms(),
+                        (caller_id, me.name),
+                        (target_id, target),
+                        control_name(control),
+                        private,
+                    )
+                )
         except Conflict:
             raise Failure(
                 Reply.F_REQEXISTS, f"a challenge between you and '{target}' is open"
@@ -120,6 +148,7 @@ class Games:
                 if challenger_id is None or taken is None:
                     raise Failure(Reply.F_NOREQ, f"no open challenge from '{challenger}' to you")
                 control: TimeControl | None = taken[0]
+                private = taken[1]
                 if expected is not None and parse_control(expected) != control:
                     raise Failure(
                         Reply.F_TIMECONTROL,
@@ -129,14 +158,16 @@ class Games:
                 white, black = (
                     (caller_id, challenger_id) if color == WHITE else (challenger_id, caller_id)
                 )
-                clock: dict[str, object] = clocks.control_columns(control)
-                if control is not None:
-                    now = self.clock.now_ms()
-                    leaves = tx.leaves_until([white, black], now) if control.correspondence else {}
-                    clock |= clocks.start(control, now, leaves.get(white)).columns()
-                    clock |= clocks.leave_columns(WHITE, leaves.get(white))
-                    clock |= clocks.leave_columns(BLACK, leaves.get(black))
-                return tx.add_game(white, black, chess.STARTING_FEN, clock)
+                names = {caller_id: tx.user_name(caller_id) or "", challenger_id: challenger}
+                return start_game(
+                    tx,
+                    self.clock.now_ms(),
+                    (white, names[white]),
+                    (black, names[black]),
+                    control,
+                    private,
+                    caller_id,
+                )
         except Conflict:
             raise Failure(
                 Reply.F_GAMEEXISTS, f"you already have an active game with '{challenger}'"
@@ -147,13 +178,20 @@ class Games:
         Both players' clients learn of it through BAJA."""
         with self.store.writing() as tx:
             other_id = tx.user_id(other)
-            removed = 0
+            makers: list[int] = []
             if other_id is not None:
-                removed = tx.drop_challenges_between(*sorted((caller_id, other_id)))
-            if other_id is None or not removed:
+                makers = tx.drop_challenges_between(*sorted((caller_id, other_id)))
+            if other_id is None or not makers:
                 raise Failure(Reply.F_NOREQ, f"no open challenge between you and '{other}'")
             me = tx.user_name(caller_id) or ""
             tx.note_removals(REMOVED_CHALLENGE, [(caller_id, other), (other_id, me)])
+            users = {caller_id: (caller_id, me), other_id: (other_id, other)}
+            challenged = other_id if makers[0] == caller_id else caller_id
+            tx.emit(
+                events.challenge_closed(
+                    self.clock.now_ms(), users[makers[0]], users[challenged], caller_id
+                )
+            )
 
     def open_challenges(self, caller_id: int) -> list[tuple[bool, str, str]]:
         """SOLI: (made by me, the other user, time control) of every open challenge,
@@ -192,6 +230,7 @@ class Games:
             receiver = other_color(color)
             values = {rules.req_field(color): REQ_OFFER}
             tx.update_game(game_id, **values, **_handed_over(row, receiver, now))
+            tx.emit(events.draw_offered(now, row, game_id, (caller_id, _name(row, color))))
 
         self._act(caller_id, game_id, opponent, offer)
 
@@ -203,9 +242,11 @@ class Games:
                     Reply.F_NOOFFER,
                     f"your opponent has no draw offer pending in {rules.pid(game_id)}",
                 )
+            me = (caller_id, _name(row, color))
+            tx.emit(events.draw_answered(now, row, game_id, me, accept))
             if accept:
                 values = {rules.req_field(color): REQ_ACCEPT}
-                tx.finish_game(game_id, row, WINNER_DRAW, "agreement", **values)
+                _finish(tx, row, WINNER_DRAW, "agreement", now, **values)
             else:
                 to_move = color_of_ply(row.next_ply)
                 clock = _handed_over(row, to_move, now)
@@ -214,13 +255,13 @@ class Games:
         self._act(caller_id, game_id, opponent, answer)
 
     def resign(self, caller_id: int, game_id: int, opponent: str) -> None:
-        def resign(tx: StoreTx, row: GameRecord, color: str, _now: int) -> None:
-            _forfeit(tx, row, color, "resignation")
+        def resign(tx: StoreTx, row: GameRecord, color: str, now: int) -> None:
+            _forfeit(tx, row, color, "resignation", now)
 
         self._act(caller_id, game_id, opponent, resign)
 
     def claim_draw(self, caller_id: int, game_id: int, opponent: str) -> None:
-        def claim(tx: StoreTx, row: GameRecord, _color: str, _now: int) -> None:
+        def claim(tx: StoreTx, row: GameRecord, _color: str, now: int) -> None:
             # Every repetition rule of python-chess looks back only to the last
             # irreversible move, at or before base_ply: this board answers as a full
             # replay would.
@@ -236,7 +277,7 @@ class Games:
                     f"only {board.halfmove_clock // 2} moves by each side have passed "
                     "without a capture or pawn move (50 needed)",
                 )
-            tx.finish_game(game_id, row, WINNER_DRAW, rules.ending_name(reason))
+            _finish(tx, row, WINNER_DRAW, rules.ending_name(reason), now)
 
         self._act(caller_id, game_id, opponent, claim)
 
@@ -255,19 +296,62 @@ class Games:
             if not clocks.expired(row, now, self.clock_rules):
                 action(tx, row, color, now)
                 return
-            reason = flag(tx, game_id, row)
+            reason = flag(tx, game_id, row, now)
         raise timed_out(game_id, reason, clocks.waiting_color(row) == color)
+
+    # -- takeback ----------------------------------------------------------------------
+
+    def ask_takeback(self, caller_id: int, game_id: int, opponent: str) -> None:
+        def ask(tx: StoreTx, row: GameRecord, color: str, now: int) -> None:
+            last = row.next_ply - 1
+            if last < 1 or color_of_ply(last) != color:
+                raise Failure(
+                    Reply.F_TAKEBACK,
+                    f"the last move in {rules.pid(game_id)} is not yours: only a move your "
+                    "opponent has not answered can be taken back",
+                )
+            if REQ_OFFER in (row.req_white, row.req_black):
+                raise Failure(Reply.F_TAKEBACK, f"a draw offer is pending in {rules.pid(game_id)}")
+            pending = tx.takeback(game_id)
+            if pending is not None and pending.ply == last:
+                raise Failure(
+                    Reply.F_TAKEBACK, f"a takeback is already asked in {rules.pid(game_id)}"
+                )
+            tx.set_takeback(game_id, last, caller_id)
+            tx.emit(events.takeback_asked(now, row, game_id, (caller_id, _name(row, color))))
+
+        self._act(caller_id, game_id, opponent, ask)
+
+    def answer_takeback(self, caller_id: int, game_id: int, accept: bool, opponent: str) -> None:
+        def answer(tx: StoreTx, row: GameRecord, color: str, now: int) -> None:
+            pending = tx.takeback(game_id)
+            last = row.next_ply - 1
+            if pending is None or pending.ply != last or pending.by_id == caller_id:
+                raise Failure(
+                    Reply.F_TAKEBACK,
+                    f"your opponent has no takeback request pending in {rules.pid(game_id)}",
+                )
+            tx.drop_takeback(game_id)
+            fen = _take_back(tx, row, last, other_color(color), now) if accept else None
+            me = (caller_id, _name(row, color))
+            tx.emit(events.takeback_answered(now, row, game_id, me, last, fen))
+
+        self._act(caller_id, game_id, opponent, answer)
 
     # -- export and administration -----------------------------------------------------
 
-    def pgn(self, game_id: int, caller_id: int | None = None) -> str:
-        """The game as PGN. ``caller_id`` restricts it to the game's players."""
+    def pgn(self, game_id: int, caller_id: int | None = None, with_chat: bool = False) -> str:
+        """The game as PGN. ``caller_id`` restricts it to the game's players and observers
+        (and the chat to what the caller may read); ``with_chat`` adds the chat."""
         with self.store.reading() as tx:
-            row = _game(tx, game_id)
+            row = existing_game(tx, game_id)
+            channels: tuple[str, ...] = (PLAYERS, OBSERVERS)
             if caller_id is not None:
-                rules.color_of(row, caller_id, game_id)
+                channels = Live.readable(row, reader_color(tx, row, caller_id))
             moves = tx.moves(game_id)
             clock_ms = tx.move_clocks(game_id) if clocks.has_clock(row) else None
+            said = tx.chat(game_id, 0, channels) if with_chat else []
+        chat = [(line.ply, chat_comment(line.name, line.channel, line.text)) for line in said]
         control = clocks.control_of(row)
         return game_pgn(
             white=row.white,
@@ -281,6 +365,7 @@ class Games:
             moves=moves,
             control=control,
             clock_ms=clock_ms,
+            chat=chat,
         )
 
     def list_all(self) -> list[GameListing]:
@@ -330,24 +415,47 @@ class Games:
             return ids
 
 
-def forfeit_all(tx: StoreTx, user_id: int) -> list[int]:
+def _take_back(tx: StoreTx, row: GameRecord, ply: int, mover: str, now: int) -> str:
+    """Remove the move of ``ply``, the game's last; returns the position now. The mover's
+    bank is what the turn began with (after their previous move, or the initial one)."""
+    board = chess.Board()
+    base_ply, base_fen = 0, None
+    for number, move in enumerate(tx.moves(row.id)[: ply - 1], start=1):
+        irreversible = board.is_irreversible(move)
+        board.push(move)
+        if irreversible:
+            base_ply, base_fen = number, position_fen(board)
+    fen = position_fen(board)
+    values: dict[str, object] = {"fen": fen, "base_ply": base_ply, "base_fen": base_fen}
+    if row.deadline_ms is not None:
+        before = tx.move_clock(row.id, ply - 2) if ply > 2 else None
+        bank = before if before is not None else (row.tc_initial_ms or 0)
+        leave = clocks.leave_until(row, mover)
+        values |= clocks.taken_back(row, mover, bank, now, leave).columns()
+    tx.take_back(row.id, ply, **values)
+    return fen
+
+
+def forfeit_all(tx: StoreTx, user_id: int, now_ms: int) -> list[int]:
     """A leaving user loses every active game; each opponent is credited a win. Returns
     the games' ids."""
     rows = tx.active_games_of(user_id)
     for row in rows:
-        _forfeit(tx, row, WHITE if row.white_id == user_id else BLACK, LEFT_SERVICE)
+        _forfeit(tx, row, WHITE if row.white_id == user_id else BLACK, LEFT_SERVICE, now_ms)
     return [row.id for row in rows]
 
 
 # -- STAT and SPAR, from the rows the store's queue read ----------------------------------
 
 
-def status_of(rows: list[GameRecord], caller_id: int, game_id: int) -> GameStatus:
-    """STAT's record, for a player of the game."""
+def status_of(
+    rows: list[GameRecord], caller_id: int, game_id: int, observer: bool = False
+) -> GameStatus:
+    """STAT's record, for a player of the game, or an ``observer`` (the store said so)."""
     if not rows:
         raise rules.no_game(game_id)
     row = rows[0]
-    color = rules.color_of(row, caller_id, game_id)
+    color = OBSERVER if observer else rules.color_of(row, caller_id, game_id)
     return GameStatus(
         rules.pid(game_id),
         row.white,
@@ -362,11 +470,15 @@ def status_of(rows: list[GameRecord], caller_id: int, game_id: int) -> GameStatu
     )
 
 
-def moves_of(rows: list[MoveRow], caller_id: int, game_id: int, after: int) -> list[MoveRecord]:
-    """SPAR's records, for a player of the game: rows as ``Moves.move_rows`` reads them."""
+def moves_of(
+    rows: list[MoveRow], caller_id: int, game_id: int, after: int, observer: bool = False
+) -> list[MoveRecord]:
+    """SPAR's records, for a player of the game or an ``observer``: rows as
+    ``Moves.move_rows`` reads them."""
     if not rows:
         raise rules.no_game(game_id)
-    rules.color_of(rows[0], caller_id, game_id)
+    if not observer:
+        rules.color_of(rows[0], caller_id, game_id)
     if rows[0].ply is None:  # the game is there, but no move after ``after``
         raise Failure(Reply.F_NOMASJUG, f"no moves after ply {after} in {rules.pid(game_id)}")
     return [MoveRecord(r.ply, r.jugada, r.reverso, r.posicion, r.promocion) for r in rows]
@@ -398,23 +510,30 @@ def _handed_over(row: GameRecord, to: str, now: int) -> dict[str, object]:
     return {} if values is None else values.columns()
 
 
-def _forfeit(tx: StoreTx, row: GameRecord, color: str, reason: str) -> None:
+def _forfeit(tx: StoreTx, row: GameRecord, color: str, reason: str, now: int) -> None:
     """The player of ``color`` loses the game (resignation, or leaving the service)."""
     winner = WINNER_BLACK if color == WHITE else WINNER_WHITE
-    tx.finish_game(row.id, row, winner, reason, **{rules.req_field(color): REQ_RESIGN})
+    leaver = row.white_id if color == WHITE else row.black_id
+    tx.emit(events.player_left(now, row, row.id, (leaver, _name(row, color))))
+    _finish(tx, row, winner, reason, now, **{rules.req_field(color): REQ_RESIGN})
 
 
-def _game(tx: StoreTx, game_id: int, *, lock: bool = False) -> GameRecord:
-    row = tx.game(game_id, lock=lock)
-    if row is None:
-        raise rules.no_game(game_id)
-    return row
+def _finish(
+    tx: StoreTx, row: GameRecord, winner: int, reason: str, now: int, **values: object
+) -> None:
+    """End the game (``Tx.finish_game``) and tell its players and observers."""
+    tx.finish_game(row.id, row, winner, reason, **values)
+    tx.emit(events.game_ended(now, row, row.id, winner, reason))
+
+
+def _name(row: GameRecord, color: str) -> str:
+    return row.white if color == WHITE else row.black
 
 
 def _own_active_game(
     tx: StoreTx, caller_id: int, game_id: int, opponent: str
 ) -> tuple[GameRecord, str]:
-    row = _game(tx, game_id, lock=True)
+    row = existing_game(tx, game_id, lock=True)
     color = rules.color_of(row, caller_id, game_id)
     actual = row.black if color == WHITE else row.white
     if opponent != actual:

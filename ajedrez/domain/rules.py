@@ -97,6 +97,10 @@ def no_game(game_id: int) -> Failure:
     return Failure(Reply.F_NOGAME, f"no game {pid(game_id)}")
 
 
+def plays(row: Players, caller_id: int) -> bool:
+    return caller_id in (row.white_id, row.black_id)
+
+
 def color_of(row: Players, caller_id: int, game_id: int) -> str:
     if row.white_id == caller_id:
         return "B"

@@ -6,9 +6,10 @@ the transactions, written against the store's protocol (``ports.py``).
 
 from __future__ import annotations
 
-from ajedrez.domain import clocks, rules
+from ajedrez.domain import clocks, events, rules
 from ajedrez.domain.clocks import Clock, ClockRules
 from ajedrez.domain.errors import Failure
+from ajedrez.domain.live import reader_color
 from ajedrez.domain.ports import GameRecord, Store, StoreTx
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.records import (
@@ -23,10 +24,11 @@ from ajedrez.protocol.timecontrol import DAY_MS, control_name, format_duration
 FLAG_BATCH = 200  # games ended on time in one transaction
 
 
-def flag(tx: StoreTx, game_id: int, row: clocks.ClockGameRow) -> str:
+def flag(tx: StoreTx, game_id: int, row: clocks.ClockGameRow, now_ms: int) -> str:
     """End the game on time (as the scheduler's pass does). Returns the end reason."""
     winner, reason = clocks.timeout_result(row, row.fen)
     tx.finish_timed_out([(game_id, row, winner, reason)])
+    tx.emit(events.game_ended(now_ms, row, game_id, winner, reason))
     return reason
 
 
@@ -64,7 +66,39 @@ class Timekeeping:
                 if clocks.expired(row, now, self.rules)
             ]
             tx.finish_timed_out(endings)
+            for game_id, row, winner, reason in endings:
+                tx.emit(events.game_ended(now, row, game_id, winner, reason))
         return [(game_id, reason) for game_id, _row, _winner, reason in endings]
+
+    def next_warning(self) -> int | None:
+        """The earliest clock warning due (ms), found by its index."""
+        with self.store.reading() as tx:
+            return tx.next_warning()
+
+    def warn_due(self, limit: int = FLAG_BATCH) -> list[tuple[int, str]]:
+        """Send the clock warnings due now (AVISO_RELOJ, to the player whose clock runs),
+        up to ``limit``; returns (game, player) of each. As ``flag_due``, games another
+        transaction holds are left for the next call, and each warning goes once."""
+        now = self.clock.now_ms()
+        sent: list[tuple[int, str]] = []
+        with self.store.writing() as tx:
+            following: list[tuple[int, int | None]] = []
+            for row in tx.due_warnings(now, limit):
+                deadline, since = row.deadline_ms, row.clock_since_ms
+                if deadline is None or since is None:
+                    following.append((row.id, None))
+                    continue
+                color = clocks.waiting_color(row)
+                left = clocks.remaining(row, color, now)
+                if left > 0:  # else the game is out of time: it ends, no warning
+                    player = (
+                        (row.white_id, row.white) if color == WHITE else (row.black_id, row.black)
+                    )
+                    tx.emit(events.clock_warning(now, row.id, player, left, deadline))
+                    sent.append((row.id, player[1]))
+                following.append((row.id, clocks.next_warning(since, deadline, now)))
+            tx.set_warnings(following)
+        return sent
 
     # -- RELJ --------------------------------------------------------------------------------
 
@@ -73,7 +107,7 @@ class Timekeeping:
             row = tx.game(game_id)
             if row is None:
                 raise rules.no_game(game_id)
-            rules.color_of(row, caller_id, game_id)
+            reader_color(tx, row, caller_id)
             now = self.clock.now_ms()
             # From the accounts: the opponent sees a leave in any game, also a live one.
             leaves = tx.leaves_until([row.white_id, row.black_id], now)
@@ -122,6 +156,9 @@ class Timekeeping:
                 if clocks.waiting_color(row) == color:
                     values |= clocks.paused(row, now, until).columns()
                 tx.update_game(row.id, **values)
+            me = (caller_id, tx.user_name(caller_id) or "")
+            for opponent in _opponents(games, caller_id):
+                tx.emit(events.leave_started(now, me, until, opponent))
         return LeaveStatus(until, left - length)
 
     def end_leave(self, caller_id: int) -> LeaveStatus:
@@ -136,12 +173,16 @@ class Timekeeping:
             if user.leave_year == year:
                 left += user.leave_until_ms - now
             tx.set_leave(caller_id, None, left, year)
-            for row, color in self._correspondence_of(tx, caller_id):
+            games = self._correspondence_of(tx, caller_id)
+            for row, color in games:
                 values = clocks.leave_columns(color, None)
                 resumed = clocks.resumed(row, now) if clocks.waiting_color(row) == color else None
                 if resumed is not None:
                     values |= resumed.columns()
                 tx.update_game(row.id, **values)
+            me = (caller_id, tx.user_name(caller_id) or "")
+            for opponent in _opponents(games, caller_id):
+                tx.emit(events.leave_ended(now, me, opponent))
         return LeaveStatus(0, left)
 
     def leave_status(self, caller_id: int) -> LeaveStatus:
@@ -174,8 +215,15 @@ class Timekeeping:
                 if tx.game(game_id) is None:
                     raise rules.no_game(game_id)
                 raise Failure(Reply.F_GAMEOVER, f"no clock runs in {rules.pid(game_id)}")
+            now = self.clock.now_ms()
             for row in rows:
-                tx.update_game(row.id, **clocks.extended(row, by_ms).columns())
+                tx.update_game(row.id, **clocks.extended(row, by_ms, now).columns())
             target = "all" if game_id is None else rules.pid(game_id)
             tx.audit(by, "games extend", target, f"{len(rows)} game(s) by {format_duration(by_ms)}")
             return [row.id for row in rows]
+
+
+def _opponents(games: list[tuple[GameRecord, str]], user_id: int) -> list[int]:
+    """The user's opponents in these games, each once (the leave's events go to them)."""
+    found = {row.black_id if row.white_id == user_id else row.white_id for row, _c in games}
+    return sorted(found)

@@ -1,7 +1,8 @@
 """Every reply code the server can send: the reconstructed annex A1 of ESPOL 2.0.
 
 Classes (docs/protocol.md section 1): 1xx-3xx success, 4xx-5xx system error (the command was
-not carried out because of the server), 8xx-9xx failure (the client's command was bad,
+not carried out because of the server), 6xx event (pushed on a streaming connection, never
+an answer to a command), 8xx-9xx failure (the client's command was bad,
 not allowed now, or based on stale data). One meaning per code. ``docs/protocol.md``
 lists the same table; ``tests/test_docs.py`` checks that the two agree.
 """
@@ -37,11 +38,29 @@ class Reply(IntEnum):
     S_SOLI = 216  # data: the caller's open challenges, made (E) and received (R)
     S_RELJ = 217  # data: a game's clocks (RELJ)
     S_LICE = 218  # data: the caller's leave (LICE)
+    S_EVEN = 219  # the connection streams events (EVEN); data: the cursor they follow
+    S_OBSV = 220  # observing the game (OBSV); data: the game
+    S_OBSF = 221  # no longer observing it (OBSF); data: the game
+    S_OBSL = 222  # data: who observes the game (OBSL)
+    S_CHAT = 223  # message stored and sent (CHAT)
+    S_CHLE = 224  # data: fecha, then the game's messages since the asked fecha (CHLE)
+    S_BUSC = 225  # seek stored (no data) or paired at once (data: the new game) (BUSC)
+    S_BUSL = 226  # data: the waiting seeks (BUSL)
+    S_BUSR = 227  # seek(s) withdrawn (BUSR)
+    S_HOVR = 228  # data: the squares the piece may move to (HOVR)
+    S_ATRS = 229  # takeback request recorded (ATRS)
+    S_RATR = 230  # answer to a takeback request recorded (RATR)
 
     # -- system errors ---------------------------------------------------------
     E_STORAGE = 401  # the database cannot be reached or refused the work; retry later
     E_BUSY = 402  # the server holds its maximum number of connections; try later
     E_INTERNAL = 500  # an unexpected fault inside the server; the command was not done
+
+    # -- events: sent by the server on a streaming connection, never as an answer ---
+    V_EVENTO = 600  # data: one event, <cursor>:<ms>:<KIND>[:<field>...]
+    V_ALDIA = 601  # every stored event up to now was sent; data: the cursor
+    V_HUECO = 602  # events after the asked cursor were discarded; data: the oldest cursor kept
+    V_LATIDO = 603  # the stream is alive (sent when idle); data: the cursor
 
     # -- failures: the line itself ---------------------------------------------
     F_CMDINV = 800  # unknown command code
@@ -84,20 +103,31 @@ class Reply(IntEnum):
     F_NOCLAIM = 842  # FINP: neither threefold repetition nor the fifty-move rule applies
     F_TIMECONTROL = 843  # ACEP: the challenge's time control is not the one named
     F_LEAVE = 844  # LICE: leave cannot start or end now
+    # -- failures: live play ---------------------------------------------------
+    F_PRIVATE = 845  # OBSV: the game is private
+    F_OBSERVE = 846  # OBSV: the caller plays in the game; OBSF: the caller does not observe it
+    F_CHATRATE = 847  # CHAT: too many messages lately
+    F_SEEKEXISTS = 848  # BUSC: the caller already seeks that time control
+    F_NOSEEK = 849  # BUSR: no seek of the caller's to withdraw
+    F_TAKEBACK = 850  # ATRS, RATR: no takeback may be asked or answered now
 
 
 SUCCESS_CLASSES = (1, 2, 3)
 ERROR_CLASSES = (4, 5)
+EVENT_CLASSES = (6,)
 FAILURE_CLASSES = (8, 9)
 
 
 def reply_class(code: int) -> str:
-    """Return ``"success"``, ``"error"`` or ``"failure"`` for a code (protocol.md section 1)."""
+    """Return ``"success"``, ``"error"``, ``"event"`` or ``"failure"`` for a code
+    (protocol.md section 1)."""
     first = code // 100
     if first in SUCCESS_CLASSES:
         return "success"
     if first in ERROR_CLASSES:
         return "error"
+    if first in EVENT_CLASSES:
+        return "event"
     if first in FAILURE_CLASSES:
         return "failure"
     raise ValueError(f"code {code} is outside every reply class")

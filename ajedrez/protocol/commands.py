@@ -22,8 +22,9 @@ Parser = Callable[[str], Any]
 class Runs(Enum):
     """Where the transport runs a command (one dispatcher acts on it: server/connection.py).
 
-    LOOP: on the event loop, answered at once; it touches no database. A line that is
-    not a known command runs here too, as its answer is an error built on the spot.
+    LOOP: on the event loop, answered at once; it touches no database (EVEN hands the
+    connection to the process's event hub, which reads the store). A line that is not a
+    known command runs here too, as its answer is an error built on the spot.
     QUEUE: on the event loop, its handler hands the store one unit of work (a read of a
     game, a move) and the reply leaves when the store has done it. These are what a
     waiting player sends after every move; a thread hand-off would cost more than they do.
@@ -49,6 +50,7 @@ class Spec:
     summary: str
     optional: int = 0  # how many trailing fields may be left out
     runs: Runs = Runs.THREAD
+    rest: bool = False  # the last field is the rest of the line, ':' and all (CHAT)
 
     @property
     def syntax(self) -> str:
@@ -65,8 +67,9 @@ def _spec(
     *fields: tuple[str, Parser],
     optional: int = 0,
     runs: Runs = Runs.THREAD,
+    rest: bool = False,
 ) -> Spec:
-    return Spec(name, fields, login, summary, optional, runs)
+    return Spec(name, fields, login, summary, optional, runs, rest)
 
 
 _PARTIDA = ("partida", v.partida)
@@ -74,6 +77,7 @@ _DESTINO = ("usuario destino", v.usuario)
 _FECHA = ("fecha", v.fecha)
 _CONTROL = ("control", v.control)
 _WITH_CONTROLS = ("1", v.with_controls)
+_PRIVADA = ("privada", v.privada)
 
 SPECS: dict[str, Spec] = {
     s.name: s
@@ -107,10 +111,12 @@ SPECS: dict[str, Spec] = {
         _spec(
             "JUEG",
             True,
-            "challenge a user to a game, with a time control (3d, 10m, 50d+5d, none...)",
+            "challenge a user to a game, with a time control (3d, 10m, 50d+5d, none...); "
+            "privada 1: no observers",
             _DESTINO,
             _CONTROL,
-            optional=1,
+            _PRIVADA,
+            optional=2,
         ),
         _spec(
             "TRAN",
@@ -186,7 +192,14 @@ SPECS: dict[str, Spec] = {
             _PARTIDA,
             _DESTINO,
         ),
-        _spec("PGNX", True, "one of your games as PGN", _PARTIDA),
+        _spec(
+            "PGNX",
+            True,
+            "a game you play or observe as PGN (1: with its chat as comments)",
+            _PARTIDA,
+            ("1", v.with_chat),
+            optional=1,
+        ),
         _spec("RELJ", True, "the clocks of one of your games", _PARTIDA),
         _spec(
             "LICE",
@@ -195,6 +208,58 @@ SPECS: dict[str, Spec] = {
             ("accion", v.leave_action),
             ("dias", v.dias),
             optional=1,
+        ),
+        _spec(
+            "EVEN",
+            True,
+            "stream your events after cursor (left out: from now on); commands still work",
+            ("cursor", v.cursor),
+            optional=1,
+            runs=Runs.LOOP,
+        ),
+        _spec("OBSV", True, "observe a game: its events reach your stream (EVEN)", _PARTIDA),
+        _spec("OBSF", True, "stop observing a game", _PARTIDA),
+        _spec("OBSL", True, "who observes a game you play or observe", _PARTIDA),
+        _spec(
+            "CHAT",
+            True,
+            "say something in a game (players to players, observers to observers)",
+            _PARTIDA,
+            ("texto", v.texto),
+            rest=True,
+        ),
+        _spec("CHLE", True, "a game's messages since fecha", _PARTIDA, _FECHA),
+        _spec(
+            "BUSC",
+            True,
+            "seek a game with that time control: paired at once with a matching seek",
+            ("control", v.required_control),
+            _PRIVADA,
+            optional=1,
+        ),
+        _spec("BUSL", True, "the waiting seeks: <usuario>:<control>"),
+        _spec(
+            "BUSR",
+            True,
+            "withdraw your seek of that time control (left out: all)",
+            _CONTROL,
+            optional=1,
+        ),
+        _spec(
+            "HOVR",
+            True,
+            "the squares the piece on casilla may move to now",
+            _PARTIDA,
+            ("casilla", v.casilla),
+        ),
+        _spec("ATRS", True, "ask your opponent to take back your last move", _PARTIDA, _DESTINO),
+        _spec(
+            "RATR",
+            True,
+            "answer your opponent's takeback request: S take it back, N decline",
+            _PARTIDA,
+            ("S o N", v.yes_no),
+            _DESTINO,
         ),
         _spec(
             "UNSU",
@@ -230,6 +295,8 @@ def parse_args(spec: Spec, line: Line) -> list[Any]:
     fields = line.fields
     most = len(spec.fields)
     least = most - spec.optional
+    if spec.rest and len(fields) > most:
+        fields = [*fields[: most - 1], ":".join(fields[most - 1 :])]
     # A trailing ':' that would make one field too many is ignored (docs/protocol.md section 1).
     if len(fields) == most + 1 and fields[-1] == "":
         fields = fields[:-1]

@@ -164,6 +164,65 @@ def dias(value: str) -> int | None:
     return int(value)
 
 
+MAX_CURSOR = 2**63 - 1
+
+
+def cursor(value: str) -> int | None:
+    """EVEN's cursor: the number of the last event received (``0``: every event kept);
+    empty: None, from now on."""
+    if not value:
+        return None
+    if not (_DIGITS.fullmatch(value) and len(value) <= 19 and int(value) <= MAX_CURSOR):
+        raise ValueError(f"invalid cursor '{shown(value)}': 0 to {MAX_CURSOR}")
+    return int(value)
+
+
+def privada(value: str) -> bool:
+    """JUEG's and BUSC's optional field: ``1`` a private game (no observers)."""
+    if value not in ("", "0", "1"):
+        raise ValueError(f"invalid privada '{shown(value)}': 1 (private) or 0")
+    return value == "1"
+
+
+def with_chat(value: str) -> bool:
+    """PGNX's optional field: ``1`` adds the game's chat as comments."""
+    if value not in ("", "1"):
+        raise ValueError(f"invalid option '{shown(value)}': 1 (with the chat)")
+    return value == "1"
+
+
+MAX_CHAT = 500
+
+
+def texto(value: str) -> str:
+    """A chat message: the rest of the line (it may hold ':'), 1-500 characters, none
+    of the characters a ``comentario`` may not hold but ':' ."""
+    if not 1 <= len(value) <= MAX_CHAT:
+        raise ValueError(f"invalid message: 1-{MAX_CHAT} characters, got {len(value)}")
+    for c in value:
+        if c in "\r\n" or unicodedata.category(c) in _UNSTORED:
+            raise ValueError(
+                f"invalid message: '{escaped(c)}' is not allowed (no control, format or "
+                "line-separator character: TAB, U+202E, zero-width ones)"
+            )
+    return value
+
+
+def casilla(value: str) -> str:
+    if not (len(value) == 2 and value[0] in "abcdefgh" and value[1] in "12345678"):
+        raise ValueError(f"invalid square '{shown(value)}': a1 to h8, lowercase")
+    return value
+
+
+def required_control(value: str) -> str:
+    """A time control that must be given (``none`` for no clock)."""
+    if not value:
+        raise ValueError("a time control is needed: none, a preset (3d, 10m...) or 3d+1d")
+    found = control(value)
+    assert found is not None
+    return found
+
+
 def help_topic(value: str) -> str:
     if value and not (len(value) == 4 and value.isascii() and value.isalpha()):
         raise ValueError(f"invalid command name '{shown(value)}'")

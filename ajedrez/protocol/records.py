@@ -14,6 +14,7 @@ from ajedrez.protocol.fields import format_fecha
 
 WHITE = "B"  # blancas
 BLACK = "N"  # negras
+OBSERVER = "-"  # STAT's colour for a caller who observes the game
 STATUS_ACTIVE = 0
 STATUS_FINISHED = 2
 WINNER_NONE = 0
@@ -264,7 +265,7 @@ def parse_game_summary(record: str) -> GameSummary:
 
 def parse_game_status(record: str) -> GameStatus:
     f = record.split(":")
-    if len(f) != 10 or not _PARTIDA.fullmatch(f[0]) or f[8] not in (WHITE, BLACK):
+    if len(f) != 10 or not _PARTIDA.fullmatch(f[0]) or f[8] not in (WHITE, BLACK, OBSERVER):
         raise MalformedRecord(f"malformed STAT record {record!r}")
     return GameStatus(
         f[0],

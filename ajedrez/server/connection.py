@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, cast
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.commands import Runs, runs
 from ajedrez.protocol.framing import OVERLONG, LineBuffer, encode_reply
-from ajedrez.server.espol import Outcome, Session
+from ajedrez.server.espol import Outcome, Session, StreamAsk
+from ajedrez.server.stream import Stream
 from ajedrez.store.eager import when_done
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class Connection(asyncio.Protocol):
         self.login_timer: asyncio.TimerHandle | None = None
         self.slot_waiter = lambda: self._guarded(self._slot_ready)
         self.grace_timer: asyncio.TimerHandle | None = None
+        self.stream: Stream | None = None  # EVEN: this connection streams events
 
     @property
     def idle(self) -> bool:
@@ -111,6 +113,9 @@ class Connection(asyncio.Protocol):
         if self.grace_timer is not None:
             self.grace_timer.cancel()
         self._drop_login()
+        if self.stream is not None:
+            self.reactor.hub.close(self.stream)
+            self.stream = None
         if self.session is not None:  # not a refused one
             self.reactor.left(self)
 
@@ -151,7 +156,26 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.write_paused = False
+        if self.stream is not None:
+            self.stream.writable()
         self._guarded(self._pump)
+
+    # -- the event stream (EVEN) -------------------------------------------------------
+
+    def send_event(self, frame: bytes) -> bool:
+        """Write one event (``stream.Sink``); False once the client stops reading."""
+        if self.closing or self.transport is None or self.transport.is_closing():
+            return True  # going away: nothing to catch up
+        self.transport.write(frame)
+        return not self.write_paused
+
+    def _open_stream(self, ask: StreamAsk) -> None:
+        hub = self.reactor.hub
+        if self.stream is not None:  # EVEN again: the new cursor replaces the old one
+            hub.close(self.stream)
+        self.stream = hub.open(self, ask.user_id, ask.cursor)
+        assert self.transport is not None
+        self.transport.write(encode_reply(Reply.S_EVEN, str(self.stream.start_cursor)))
 
     # -- lines -------------------------------------------------------------------------
 
@@ -170,23 +194,31 @@ class Connection(asyncio.Protocol):
             assert isinstance(item, bytes)
             where = runs(item)
             if where in (Runs.LOOP, Runs.QUEUE):
-                outcome = session.handle_line(item)
-                later = outcome.later
-                if later is not None and later.work.done():
-                    # Answered at once (SQLite's reads): no wait, and no recursion
-                    # through _wait for each of many pipelined lines.
-                    outcome = session.settled(later, later.work)
-                    later = None
-                if later is None:
-                    self._send(outcome)
+                if self._answer(session.handle_line(item)):
                     continue
-                self._wait(later.work, partial(session.settled, later))
                 return
             self._start_in_thread(session, item, where)
             return
         if self.eof and self.idle:
             self.close()
         self._flow()
+
+    def _answer(self, outcome: Outcome) -> bool:
+        """Send ``outcome`` once its storage work is done (a STAT may need a second
+        read: an observer's); True when it was sent now, so the next line may run."""
+        session = self.session
+        assert session is not None
+        later = outcome.later
+        while later is not None and later.work.done():
+            # Answered at once (SQLite's reads): no wait, and no recursion through
+            # _wait for each of many pipelined lines.
+            outcome = session.settled(later, later.work)
+            later = outcome.later
+        if later is None:
+            self._send(outcome)
+            return True
+        self._wait(later.work, partial(session.settled, later))
+        return False
 
     def _start_in_thread(self, session: Session, line: bytes, where: Runs) -> None:
         self.busy = True
@@ -272,8 +304,8 @@ class Connection(asyncio.Protocol):
             if finished.cancelled():  # the command threads were shut down: stopping
                 self.abort()
                 return
-            self._send(outcome(finished))
-            self._pump()
+            if self._answer(outcome(finished)):
+                self._pump()
 
         when_done(work, lambda finished: self._guarded(lambda: done(finished)))
 
@@ -300,6 +332,8 @@ class Connection(asyncio.Protocol):
             return  # the client left while its command ran
         if outcome.replies:
             self.transport.write(b"".join(outcome.replies))
+        if outcome.stream is not None:
+            self._open_stream(outcome.stream)
         self.last_heard = self.loop.time()
         self.buffer.max_line = (
             self.lim.max_line if session.logged_in else self.lim.max_line_before_login
@@ -370,7 +404,9 @@ class Connection(asyncio.Protocol):
         mid_line = started is not None
         if started is not None:
             due = min(due, started + self.lim.request_deadline)
-        if self.busy or now < due:  # no timeout while a command runs
+        # No timeout while a command runs, nor for a streaming client, which may stay
+        # silent for days (its heartbeats, 603, find a peer that is gone).
+        if self.busy or now < due or (self.stream is not None and not mid_line):
             self._arm_timer((due - now) if now < due else self.lim.idle_timeout)
             return
         if mid_line:

@@ -18,6 +18,7 @@ from typing import Any
 from ajedrez.domain.accounts import Accounts, Caller
 from ajedrez.domain.errors import TRANSIENT_RETRIES, Failure, StorageError, TransientStorageError
 from ajedrez.domain.games import Games, moves_of, status_of
+from ajedrez.domain.rules import plays
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.commands import PRE_LOGIN, SPECS, help_text, lookup, parse_args
 from ajedrez.protocol.fields import format_fecha, format_partida
@@ -38,6 +39,15 @@ class Outcome:
     replies: list[bytes] = field(default_factory=list)
     close: bool = False
     later: Later | None = None  # storage work still running: see Session.settled
+    stream: StreamAsk | None = None  # the connection starts streaming events (EVEN)
+
+
+@dataclass(frozen=True)
+class StreamAsk:
+    """EVEN: stream ``user_id``'s events after ``cursor`` (None: from now on)."""
+
+    user_id: int
+    cursor: int | None
 
 
 @dataclass(frozen=True)
@@ -238,8 +248,8 @@ class Session:
 
     # -- challenges --------------------------------------------------------------------
 
-    def do_JUEG(self, target: str, control: str | None = None) -> Outcome:
-        self.games.challenge(self._me.id, target, control)
+    def do_JUEG(self, target: str, control: str | None = None, private: bool = False) -> Outcome:
+        self.games.challenge(self._me.id, target, control, private)
         return self._reply(Reply.S_TRAN)
 
     def do_TRAN(self, since: int, with_controls: bool = False) -> Outcome:
@@ -286,18 +296,38 @@ class Session:
         me = self._me.id
 
         def reply(rows: list[Any]) -> Outcome:
+            if rows and not plays(rows[0], me):
+                return self._as_observer("STAT", game_id, lambda: reply_observed(rows))
             return self._reply(Reply.S_STAT, status_of(rows, me, game_id).encode())
+
+        def reply_observed(rows: list[Any]) -> Outcome:
+            return self._reply(Reply.S_STAT, status_of(rows, me, game_id, True).encode())
 
         return Outcome(later=Later("STAT", self.moves.game_rows(game_id), reply))
 
     def do_SPAR(self, game_id: int, after: int) -> Outcome:
         me = self._me.id
 
-        def reply(rows: list[Any]) -> Outcome:
-            records = [m.encode() for m in moves_of(rows, me, game_id, after)]
+        def reply(rows: list[Any], observer: bool = False) -> Outcome:
+            if rows and not observer and not plays(rows[0], me):
+                return self._as_observer("SPAR", game_id, lambda: reply(rows, True))
+            records = [m.encode() for m in moves_of(rows, me, game_id, after, observer)]
             return self._records(Reply.S_SPAR, records)
 
         return Outcome(later=Later("SPAR", self.moves.move_rows(game_id, after), reply))
+
+    def _as_observer(self, command: str, game_id: int, reply: Callable[[], Outcome]) -> Outcome:
+        """STAT and SPAR of a game the caller does not play in: answered as for a player
+        if the caller observes it (one more queued read), else 831."""
+
+        def observed(rows: list[Any]) -> Outcome:
+            if not rows:
+                raise Failure(
+                    Reply.F_NOTPLAYER, f"you neither play in nor observe {format_partida(game_id)}"
+                )
+            return reply()
+
+        return Outcome(later=Later(command, self.moves.observing(game_id, self._me.id), observed))
 
     def do_JGDA(
         self, game_id: int, ply: int, jugada: str, reverso: int, posicion: str, promocion: int
@@ -326,6 +356,56 @@ class Session:
         status = self.games.time.clock_status(self._me.id, game_id)
         return self._reply(Reply.S_RELJ, status.encode())
 
+    def do_EVEN(self, cursor: int | None = None) -> Outcome:
+        # The connection answers 219 once its hub has taken the stream (connection.py).
+        return Outcome(stream=StreamAsk(self._me.id, cursor))
+
+    # -- live play: observers, chat, seeks, hints, takeback ------------------------------
+
+    def do_OBSV(self, game_id: int) -> Outcome:
+        self.games.live.observe(self._me.id, game_id)
+        return self._reply(Reply.S_OBSV, format_partida(game_id))
+
+    def do_OBSF(self, game_id: int) -> Outcome:
+        self.games.live.stop_observing(self._me.id, game_id)
+        return self._reply(Reply.S_OBSF, format_partida(game_id))
+
+    def do_OBSL(self, game_id: int) -> Outcome:
+        return self._records(Reply.S_OBSL, self.games.live.observers(self._me.id, game_id))
+
+    def do_CHAT(self, game_id: int, text: str) -> Outcome:
+        self.games.live.say(self._me.id, game_id, text)
+        return self._reply(Reply.S_CHAT)
+
+    def do_CHLE(self, game_id: int, since: int) -> Outcome:
+        stamp, lines = self.games.live.chat_since(self._me.id, game_id, since)
+        records = [format_fecha(stamp), *(line.encode() for line in lines)]
+        return self._records(Reply.S_CHLE, records, sep="\n")
+
+    def do_BUSC(self, control: str, private: bool = False) -> Outcome:
+        game_id = self.games.live.seek(self._me.id, control, private)
+        return self._reply(Reply.S_BUSC, "" if game_id is None else format_partida(game_id))
+
+    def do_BUSL(self) -> Outcome:
+        seeks = self.games.live.seeks()
+        return self._records(Reply.S_BUSL, [f"{name}:{control}" for name, control in seeks])
+
+    def do_BUSR(self, control: str | None = None) -> Outcome:
+        self.games.live.unseek(self._me.id, control)
+        return self._reply(Reply.S_BUSR)
+
+    def do_HOVR(self, game_id: int, square: str) -> Outcome:
+        targets = self.games.live.hints(self._me.id, game_id, square)
+        return self._reply(Reply.S_HOVR, ",".join(targets))
+
+    def do_ATRS(self, game_id: int, opponent: str) -> Outcome:
+        self.games.ask_takeback(self._me.id, game_id, opponent)
+        return self._reply(Reply.S_ATRS)
+
+    def do_RATR(self, game_id: int, accept: bool, opponent: str) -> Outcome:
+        self.games.answer_takeback(self._me.id, game_id, accept, opponent)
+        return self._reply(Reply.S_RATR)
+
     def do_LICE(self, action: str, days: int | None = None) -> Outcome:
         time = self.games.time
         if days is not None and action != "I":
@@ -340,8 +420,8 @@ class Session:
             leave = time.leave_status(self._me.id)
         return self._reply(Reply.S_LICE, leave.encode())
 
-    def do_PGNX(self, game_id: int) -> Outcome:
-        text = self.games.pgn(game_id, caller_id=self._me.id)
+    def do_PGNX(self, game_id: int, with_chat: bool = False) -> Outcome:
+        text = self.games.pgn(game_id, caller_id=self._me.id, with_chat=with_chat)
         return self._records(Reply.S_PGNX, text.rstrip("\n").split("\n"), sep="\n")
 
 

@@ -11,6 +11,7 @@ import socket
 import ssl
 import sys
 import threading
+from functools import partial
 
 from ajedrez import __version__
 from ajedrez.domain.accounts import Accounts
@@ -22,8 +23,10 @@ from ajedrez.server.prefork import Listeners, Master, open_listener
 from ajedrez.server.reactor import LISTEN_BACKLOG, Reactor, tls_context
 from ajedrez.server.scheduler import Scheduler
 from ajedrez.server.settings import Settings, SettingsError, add_arguments, load
+from ajedrez.server.stream import Hub
 from ajedrez.server.testclock import FileClock
 from ajedrez.store.db import Database
+from ajedrez.store.events import prune_events
 from ajedrez.store.migrate import upgrade
 from ajedrez.store.moves import Moves
 from ajedrez.store.urls import BadURL, redact, resolve_url
@@ -217,11 +220,14 @@ async def _serve(
     """Serve until stopped; ``scheduler``: this process ends games on time."""
     lim = settings.limits
     games = Games(db, *time)
+    games.live.chat_per_minute = settings.chat_per_minute
     accounts = Accounts(
         db,
         max_pending=lim.max_pending_subscriptions,
         max_pending_per_address=lim.max_pending_per_address,
+        clock=time[0],
     )
+    hub = Hub(db, heartbeat=settings.event_heartbeat)
     reactor = Reactor(
         accounts,
         games,
@@ -233,11 +239,14 @@ async def _serve(
         tls,
         settings.tls_port,
         listeners,
+        hub,
     )
     try:
+        await hub.start()
         opened = await reactor.start()
     except OSError as e:
         log.error("cannot listen on %s: %s", settings.host, e.strerror or e)
+        await hub.stop()
         return 1
     if db.writer_process is not None:
         await db.writer_process.connect()
@@ -253,10 +262,14 @@ async def _serve(
         _log_listening(opened)
     else:
         log.info("serving")
-    flagger = Scheduler(games.time, settings.clock_poll) if scheduler else None
+    flagger = None
+    if scheduler:
+        retention = settings.event_retention_days * DAY_MS
+        flagger = Scheduler(games.time, settings.clock_poll, partial(prune_events, db), retention)
     if flagger is not None:
         flagger.start()
     await reactor.serve_until_stopped()
+    await hub.stop()
     if flagger is not None:
         await flagger.stop()
     if db.writer_process is not None:

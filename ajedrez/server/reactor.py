@@ -30,6 +30,7 @@ from ajedrez.protocol.commands import Runs
 from ajedrez.server.connection import Connection
 from ajedrez.server.ratelimit import RateLimit
 from ajedrez.server.settings import Limits
+from ajedrez.server.stream import Hub
 from ajedrez.server.throttle import LoginThrottle
 from ajedrez.store.moves import Moves
 
@@ -52,12 +53,14 @@ class Reactor:
         tls: ssl.SSLContext | None = None,
         tls_port: int | None = None,
         sockets: dict[str, socket.socket] | None = None,
+        hub: Hub | None = None,
     ) -> None:
         """``sockets``: listening sockets opened already ("plain", "tls"), shared by the
         worker processes of ``--workers``; without them the reactor opens its own."""
         self.accounts = accounts
         self.games = games
         self.moves = moves
+        self._hub = hub  # EVEN's: None where nothing streams (tests of the transport)
         self.host = host
         self.port = port
         self.limits = limits or Limits()
@@ -95,6 +98,12 @@ class Reactor:
         self._all_left = asyncio.Event()  # set once stopping and no connection is left
         self._per_address: Counter[str] = Counter()
         self._unauthenticated: dict[Connection, None] = {}  # insertion-ordered set
+
+    @property
+    def hub(self) -> Hub:
+        if self._hub is None:
+            raise RuntimeError("this reactor has no event hub")
+        return self._hub
 
     async def start(self) -> list[tuple[str, str, int]]:
         """Open the listeners; returns (kind, host, port) of each."""

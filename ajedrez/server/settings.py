@@ -77,6 +77,10 @@ class Settings:
     clock_max_days: int = 365  # the largest bank, increment or cap
     # Tests only: read the time from this file (ms since 1970) instead of the system.
     clock_file: str | None = None
+    # The event stream (docs/protocol.md section 6).
+    event_heartbeat: float = 60.0  # seconds between 603s on a streaming connection
+    chat_per_minute: int = 10  # CHAT messages a user may send a minute
+    event_retention_days: int = 365  # events older are removed (0: kept for ever)
     limits: Limits = Limits()
 
 
@@ -105,7 +109,7 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
         raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))}")
     limits = _build(Limits(), {k: v for k, v in values.items() if k in _LIMIT_NAMES})
     settings = _build(Settings(), {k: v for k, v in values.items() if k in _SETTING_NAMES})
-    for name in ("workers", "command_threads", "sqlite_group_commit"):
+    for name in ("workers", "command_threads", "sqlite_group_commit", "chat_per_minute"):
         if getattr(settings, name) < 1:
             raise SettingsError(f"setting {name} must be at least 1")
     if settings.event_loop not in loops.EVENT_LOOPS:
@@ -116,8 +120,11 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
         parse_control(settings.default_time_control)
     except ValueError as e:
         raise SettingsError(f"default_time_control: {e}") from None
-    if settings.clock_poll <= 0:
-        raise SettingsError("setting clock_poll must be above 0")
+    if settings.event_retention_days < 0:
+        raise SettingsError("setting event_retention_days must be at least 0")
+    for name in ("clock_poll", "event_heartbeat"):
+        if getattr(settings, name) <= 0:
+            raise SettingsError(f"setting {name} must be above 0")
     if bool(settings.tls_cert) != bool(settings.tls_key):
         raise SettingsError("tls_cert and tls_key go together")
     return replace(settings, limits=limits)
@@ -219,6 +226,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--clock-max-days",
         type=int,
         help=f"the largest bank, increment or cap of a time control ({d.clock_max_days})",
+    )
+    p.add_argument(
+        "--event-heartbeat",
+        type=float,
+        help="seconds between heartbeats (603) on a connection that streams events "
+        f"({d.event_heartbeat:g})",
+    )
+    p.add_argument(
+        "--event-retention-days",
+        type=int,
+        help="days the event stream is kept for clients to resume from; 0 keeps it for "
+        f"ever ({d.event_retention_days})",
+    )
+    p.add_argument(
+        "--chat-per-minute",
+        type=int,
+        help=f"chat messages (CHAT) a user may send a minute ({d.chat_per_minute})",
     )
     p.add_argument(
         "--clock-file",

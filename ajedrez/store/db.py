@@ -123,6 +123,7 @@ class Database:
         self.url = parse_url(url)
         self.busy_timeout_ms = int(busy_timeout * 1000)
         self.group_commit = max(1, group_commit)
+        self._event_waiters: list[Callable[[], None]] = []
         self.engine = self._open(self.url, pool_size, create)
         self._replace_read_only_connections(self.engine)
 
@@ -137,6 +138,29 @@ class Database:
         """``conn`` set to open its transactions with ``begin`` where the database
         takes more than one kind of BEGIN."""
         return conn
+
+    # -- events committed -----------------------------------------------------------------
+
+    # How often a process looks for events committed by other processes that it may not
+    # have been told of (seconds).
+    event_poll: float = 1.0
+
+    def on_events(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """Call ``wake`` (from any thread, with no argument) whenever events may have
+        committed: at once for this process's transactions, and for other processes'
+        as soon as the database can tell (PostgreSQL's LISTEN); beyond that, a reader
+        polls every ``event_poll`` seconds. Returns the function that stops it."""
+        self._event_waiters.append(wake)
+
+        def stop() -> None:
+            with suppress(ValueError):
+                self._event_waiters.remove(wake)
+
+        return stop
+
+    def _events_committed(self) -> None:
+        for wake in list(self._event_waiters):
+            wake()
 
     # -- what each kind of database does its own way ----------------------------------
 

@@ -74,7 +74,11 @@ class GameQueries:
         return found is not None
 
     def add_challenge(
-        self, challenger_id: int, challenged_id: int, control: TimeControl | None
+        self,
+        challenger_id: int,
+        challenged_id: int,
+        control: TimeControl | None,
+        private: bool = False,
     ) -> None:
         lo, hi = sorted((challenger_id, challenged_id))
         self.conn.execute(
@@ -84,6 +88,7 @@ class GameQueries:
                 user_lo=lo,
                 user_hi=hi,
                 created_at=self.stamp,
+                private=private,
                 **control_columns(control),
             )
         )
@@ -101,32 +106,42 @@ class GameQueries:
 
     def take_challenge(
         self, challenger_id: int, challenged_id: int
-    ) -> tuple[TimeControl | None] | None:
+    ) -> tuple[TimeControl | None, bool] | None:
         """Remove the open challenge from one to the other and return its time control
-        (in a 1-tuple); None if there is none."""
+        and whether the game is to be private; None if there is none."""
         taken = self.conn.execute(
             delete(GameRequest)
             .where(
                 GameRequest.challenger_id == challenger_id,
                 GameRequest.challenged_id == challenged_id,
             )
-            .returning(*_CONTROL)
+            .returning(*_CONTROL, GameRequest.private)
         ).first()
-        return None if taken is None else (control_from(*taken),)
+        return None if taken is None else (control_from(*taken[:3]), bool(taken[3]))
 
-    def drop_challenges_between(self, lo: int, hi: int) -> int:
-        return self.conn.execute(
-            delete(GameRequest).where(GameRequest.user_lo == lo, GameRequest.user_hi == hi)
-        ).rowcount
+    def drop_challenges_between(self, lo: int, hi: int) -> list[int]:
+        """Remove the open challenge between the two; returns its maker (none: empty)."""
+        return list(
+            self.conn.scalars(
+                delete(GameRequest)
+                .where(GameRequest.user_lo == lo, GameRequest.user_hi == hi)
+                .returning(GameRequest.challenger_id)
+            )
+        )
 
-    def drop_challenges_of(self, user_id: int) -> list[int]:
-        """Remove every open challenge the user made or received; returns the other users."""
+    def drop_challenges_of(self, user_id: int) -> list[tuple[int, int]]:
+        """Remove every open challenge the user made or received; returns (maker,
+        challenged) of each."""
         closed = self.conn.execute(
             delete(GameRequest)
             .where((GameRequest.challenger_id == user_id) | (GameRequest.challenged_id == user_id))
             .returning(GameRequest.challenger_id, GameRequest.challenged_id)
         ).all()
-        return [a if b == user_id else b for a, b in closed]
+        return [(a, b) for a, b in closed]
+
+    def user_names(self, user_ids: list[int]) -> dict[int, str]:
+        rows = self.conn.execute(select(User.id, User.name).where(User.id.in_(user_ids)))
+        return {r.id: r.name for r in rows}
 
     def open_challenges(self, user_id: int) -> list[tuple[bool, str, TimeControl | None]]:
         """(made by ``user_id``, the other user, time control) of every open challenge,
@@ -245,6 +260,7 @@ class GameQueries:
             end_reason=reason,
             finished_at=self.stamp,
             deadline_ms=None,  # no clock runs in a finished game
+            warn_at_ms=None,
             **values,
         )
 
@@ -313,14 +329,32 @@ class GameQueries:
         """The earliest running deadline (``ix_games_deadline``)."""
         return self.conn.scalar(st.NEXT_DEADLINE)
 
+    def next_warning(self) -> int | None:
+        """The earliest clock warning due (``ix_games_warn``)."""
+        return self.conn.scalar(st.NEXT_WARNING)
+
+    def due_warnings(self, now_ms: int, limit: int) -> list[Any]:
+        """Up to ``limit`` games whose clock warning is due at ``now_ms``, earliest
+        first, locked; games another transaction holds are skipped."""
+        return self._due(Game.warn_at_ms, now_ms, limit)
+
+    def set_warnings(self, warnings: list[tuple[int, int | None]]) -> None:
+        """Each (game, its next warning) at once."""
+        if warnings:
+            self.conn.execute(st.SET_WARNING, [{"gid": g, "warn": w} for g, w in warnings])
+
     def due_games(self, now_ms: int, limit: int) -> list[Any]:
         """Up to ``limit`` games whose deadline is at or before ``now_ms``, earliest first,
         locked; games another transaction holds are skipped, not waited for."""
+        return self._due(Game.deadline_ms, now_ms, limit)
+
+    def _due(self, when: Any, now_ms: int, limit: int) -> list[Any]:
+        """The scheduler's games: ``when`` (an indexed ms column) at or before now."""
         return list(
             self.conn.execute(
                 st.game_select()
-                .where(Game.deadline_ms.isnot(None), Game.deadline_ms <= now_ms)
-                .order_by(Game.deadline_ms)
+                .where(when.isnot(None), when <= now_ms)
+                .order_by(when)
                 .limit(limit)
                 .with_for_update(of=Game, skip_locked=True)
             ).all()

@@ -107,6 +107,8 @@ class GameRequest(Base):
     tc_initial_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     tc_increment_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     tc_cap_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # The game will refuse observers (JUEG's privada).
+    private: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
 
     __table_args__ = (
         UniqueConstraint("user_lo", "user_hi"),
@@ -156,6 +158,11 @@ class Game(Base):
     # row's lock, with no other statement.
     white_leave_until_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     black_leave_until_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # When the running side's next clock warning is due (AVISO_RELOJ; ms; NULL: none
+    # left this turn, or no clock runs).
+    warn_at_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # Nobody but the players may observe it.
+    private: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
 
     __table_args__ = (
         # One active game per pair of players (seed 5.1); finished games do not count.
@@ -176,6 +183,13 @@ class Game(Base):
             "deadline_ms",
             sqlite_where=deadline_ms.isnot(None),
             postgresql_where=deadline_ms.isnot(None),
+        ),
+        # The scheduler's next clock warning, and the warnings due.
+        Index(
+            "ix_games_warn",
+            "warn_at_ms",
+            sqlite_where=warn_at_ms.isnot(None),
+            postgresql_where=warn_at_ms.isnot(None),
         ),
         CheckConstraint("white_id <> black_id", name="two_players"),
         CheckConstraint("status IN (0, 2)", name="status"),
@@ -246,3 +260,128 @@ class AdminAudit(Base):
     action: Mapped[str] = mapped_column(String(32))
     target: Mapped[str] = mapped_column(String(64), default="")
     detail: Mapped[str] = mapped_column(Text, default="")
+
+
+class Event(Base):
+    """One event of the stream (EVEN, docs/protocol.md section 6), kept so that a client
+    that reconnects with its cursor gets every event it missed.
+
+    ``id`` is the cursor: given from ``event_counter`` under that row's lock, held to
+    commit, so ids become visible in their order and a reader that has seen id ``n`` has
+    seen every committed id below it. Who receives an event: ``user_a`` and ``user_b``
+    (the players, or a challenge's two users) and, when ``observers`` is set, whoever
+    observes ``game_id``. ``data`` is the event's fields as the stream sends them."""
+
+    __tablename__ = "events"
+
+    # An alias of SQLite's rowid, but never taken from it: the counter gives it.
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=False
+    )
+    at_ms: Mapped[int] = mapped_column(BigInteger)
+    kind: Mapped[str] = mapped_column(String(24))
+    game_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    user_a: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    user_b: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    actor_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    observers: Mapped[bool] = mapped_column(Boolean, default=False)
+    data: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (
+        Index("ix_events_user_a", "user_a", "id"),
+        Index("ix_events_user_b", "user_b", "id"),
+        Index(
+            "ix_events_game",
+            "game_id",
+            "id",
+            sqlite_where=observers.is_(True),
+            postgresql_where=observers.is_(True),
+        ),
+    )
+
+
+class EventCounter(Base):
+    """One row: the last event id given (``last``), and the last one discarded by the
+    retention (``pruned_through``), so a cursor older than what is kept is told so."""
+
+    __tablename__ = "event_counter"
+
+    id: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
+    last: Mapped[int] = mapped_column(BigInteger, default=0)
+    pruned_through: Mapped[int] = mapped_column(BigInteger, default=0)
+
+    __table_args__ = (CheckConstraint("id = 1", name="one_row"),)
+
+
+class Observer(Base):
+    """A user who observes a game (OBSV): kept until they stop or the game is purged, so
+    the stream resumed after a reconnect still carries that game's events."""
+
+    __tablename__ = "observers"
+
+    game_id: Mapped[int] = mapped_column(
+        ForeignKey("games.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    since_at: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (Index("ix_observers_user", "user_id"),)
+
+
+class ChatMessage(Base):
+    """A message said in a game (CHAT): ``channel`` J the players', O the observers'.
+    ``at`` is the sync stamp (CHLE by fecha), ``at_ms`` when it was said, ``ply`` the
+    ply it followed (PGN comments)."""
+
+    __tablename__ = "chat_messages"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    channel: Mapped[str] = mapped_column(String(1))
+    ply: Mapped[int] = mapped_column(Integer)
+    at: Mapped[int] = mapped_column(BigInteger)
+    at_ms: Mapped[int] = mapped_column(BigInteger)
+    text: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (
+        Index("ix_chat_messages_game_at", "game_id", "at"),
+        # The rate limit counts a user's messages of the last minute.
+        Index("ix_chat_messages_user_at_ms", "user_id", "at_ms"),
+        CheckConstraint("channel IN ('J', 'O')", name="channel"),
+    )
+
+
+class Seek(Base):
+    """A waiting seek (BUSC): ``control`` is the time control's canonical name
+    (``control_name``), so equal controls compare equal as text."""
+
+    __tablename__ = "seeks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    control: Mapped[str] = mapped_column(String(32))
+    tc_initial_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    tc_increment_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    tc_cap_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    private: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        UniqueConstraint("user_id", "control"),
+        Index("ix_seeks_control", "control", "id"),
+    )
+
+
+class Takeback(Base):
+    """A pending takeback request (ATRS): ``ply`` is the move to take back; it stands
+    only while that move is still the game's last (``games.next_ply == ply + 1``)."""
+
+    __tablename__ = "takebacks"
+
+    game_id: Mapped[int] = mapped_column(
+        ForeignKey("games.id", ondelete="CASCADE"), primary_key=True
+    )
+    ply: Mapped[int] = mapped_column(Integer)
+    by_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    asked_at: Mapped[int] = mapped_column(BigInteger)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ajedrez.domain import clocks, rules
+from ajedrez.domain import clocks, events, rules
 from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.errors import Conflict, Failure
 from ajedrez.domain.timekeeping import flag, timed_out
@@ -35,6 +35,8 @@ from ajedrez.store import statements as st
 from ajedrez.store.db import Database, mapped_errors
 from ajedrez.store.game_queries import stored_moves
 from ajedrez.store.tx import Tx
+
+NAMES_KEPT = 100_000  # user names a process keeps for its move events
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class Moves:
         self.clock = clock or SystemClock()
         self.clock_rules = clock_rules or ClockRules()
         self.boards = rules.Boards(rules.BOARD_CACHE_GAMES)
+        self.user_names: dict[int, str] = {}
 
     @staticmethod
     def of(
@@ -102,6 +105,10 @@ class Moves:
     def game_rows(self, game_id: int) -> asyncio.Future[list[Any]]:
         """STAT: the game's row with its players' names (none: no such game)."""
         return self.db.read_later(st.GAME, gid=game_id)
+
+    def observing(self, game_id: int, user_id: int) -> asyncio.Future[list[Any]]:
+        """A row if the user observes the game (STAT and SPAR of an observer)."""
+        return self.db.read_later(st.OBSERVING, gid=game_id, uid=user_id)
 
     def move_rows(self, game_id: int, after: int) -> asyncio.Future[list[Any]]:
         """SPAR: the game's players and its moves after ``after`` (none: no such game;
@@ -147,7 +154,7 @@ class Moves:
             return late
         plan = self._plan(tx, job, row)
         self.store([_move_values(tx, job, plan, row, now)], tx)
-        _finish_if_over(tx, job.game_id, row, plan)
+        self._played(tx, [(job, row, plan)], now)
         return None
 
     def write_batch(self, tx: Tx, jobs: list[MoveJob]) -> list[Exception | None]:
@@ -188,8 +195,7 @@ class Moves:
                 continue
             planned.append((job, row, plan))
         self.store([_move_values(tx, j, p, r, now) for j, r, p in planned], tx)
-        for job, row, plan in planned:
-            _finish_if_over(tx, job.game_id, row, plan)
+        self._played(tx, planned, now)
         for i in alone:
             try:
                 out[i] = jobs[i](tx)
@@ -202,9 +208,35 @@ class Moves:
         transaction); returns its refusal."""
         if row.status == STATUS_ACTIVE and clocks.expired(row, now, self.clock_rules):
             color = rules.color_of(row, job.caller_id, job.game_id)  # a stranger: 831 alone
-            reason = flag(tx, job.game_id, row)
+            reason = flag(tx, job.game_id, row, now)
             return timed_out(job.game_id, reason, color == clocks.waiting_color(row))
         return None
+
+    def _played(self, tx: Tx, planned: list[tuple[MoveJob, Any, rules.Plan]], now: int) -> None:
+        """The events of stored moves, and of the games they ended."""
+        turns = self._names(
+            tx, [r.black_id if j.caller_id == r.white_id else r.white_id for j, r, _p in planned]
+        )
+        for (job, row, plan), turn in zip(planned, turns, strict=True):
+            m = job.move
+            played = (m.ply, m.jugada, m.promocion, plan.san)
+            made = events.move_played(now, row, job.game_id, job.caller_id, played, turn, plan.fen)
+            tx.emit(made)
+            if plan.outcome is not None:
+                winner = rules.winner_code(plan.outcome.winner)
+                reason = rules.ending_name(plan.outcome.termination)
+                tx.finish_game(job.game_id, row, winner, reason)
+                tx.emit(events.game_ended(now, row, job.game_id, winner, reason))
+
+    def _names(self, tx: Tx, user_ids: list[int]) -> list[str]:
+        """Users' names, from this process's copy (a user's name never changes)."""
+        known = self.user_names
+        missing = [u for u in set(user_ids) if u not in known]
+        if missing:
+            if len(known) + len(missing) > NAMES_KEPT:
+                known.clear()
+            known.update(tx.user_names(missing))
+        return [known.get(u, "") for u in user_ids]
 
     def _plan(self, tx: Tx, job: MoveJob, row: Any) -> rules.Plan:
         return rules.current_plan(
@@ -270,6 +302,7 @@ def _move_values(tx: Tx, job: MoveJob, plan: rules.Plan, row: Any, now: int) -> 
         "g_black_ms": row.black_ms,
         "g_since": row.clock_since_ms,
         "g_deadline": row.deadline_ms,
+        "g_warn": None,
     }
     if clocks.has_clock(row):
         mover = WHITE if row.white_id == job.caller_id else BLACK
@@ -281,6 +314,7 @@ def _move_values(tx: Tx, job: MoveJob, plan: rules.Plan, row: Any, now: int) -> 
             "g_black_ms": after.black_ms,
             "g_since": after.since_ms,
             "g_deadline": after.deadline_ms,
+            "g_warn": after.warn_at_ms,
         }
     return clock | {
         "m_game": job.game_id,
@@ -298,9 +332,3 @@ def _move_values(tx: Tx, job: MoveJob, plan: rules.Plan, row: Any, now: int) -> 
         "g_base_ply": plan.base_ply,
         "g_base_fen": plan.base_fen,
     }
-
-
-def _finish_if_over(tx: Tx, game_id: int, row: Any, plan: rules.Plan) -> None:
-    if plan.outcome is not None:
-        winner = rules.winner_code(plan.outcome.winner)
-        tx.finish_game(game_id, row, winner, rules.ending_name(plan.outcome.termination))

@@ -11,12 +11,14 @@ which sends what is queued together.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 from sqlalchemy import Connection, Engine, TextClause, create_engine, event, exc, text
 from sqlalchemy.engine import URL
 
@@ -26,10 +28,18 @@ from ajedrez.store.db import Database, T, _grouped, _Read, mapped_errors
 from ajedrez.store.prepared import Prepared, PreparedMany
 from ajedrez.store.tx import Tx
 
+log = logging.getLogger("ajedrez.storage")
+
 READ_BATCH = 64  # most reads the reader thread sends in one go
 PING_IF_IDLE_SECONDS = 5.0  # see _ping_if_idle
 # Arbitrary but fixed: the advisory-lock key that orders writers against sync reads.
 SYNC_LOCK_KEY = 0x41_6A_65_64  # "Ajed"
+
+# Events committed: NOTIFY on this channel, the payload the newest event id.
+EVENTS_CHANNEL = "ajedrez_events"
+_NOTIFY = Prepared(text(f"SELECT pg_notify('{EVENTS_CHANNEL}', :last)"))
+LISTEN_TIMEOUT_SECONDS = 1.0  # how often the listener looks whether it should stop
+LISTEN_RETRY_SECONDS = 1.0
 
 _PG_WRITE_BEGIN = text(
     "SELECT pg_advisory_xact_lock_shared(:k), floor(extract(epoch FROM clock_timestamp()))"
@@ -172,10 +182,58 @@ class PostgresDatabase(Database):
 
     @contextmanager
     def _transaction_stamped(self, begin: TextClause) -> Iterator[Tx]:
-        """A transaction whose first statement takes the advisory lock and the stamp."""
+        """A transaction whose first statement takes the advisory lock and the stamp;
+        the events it emitted are written last, with a NOTIFY that PostgreSQL delivers
+        to every listener once it commits."""
         with self._transaction("BEGIN") as conn:
             stamp = conn.execute(begin, {"k": SYNC_LOCK_KEY}).one()[1]
-            yield Tx(conn, int(stamp))
+            tx = Tx(conn, int(stamp), on_events=_notify)
+            yield tx
+            wrote = tx.flush_events() is not None
+        if wrote:
+            self._events_committed()
+
+    # -- events committed by other processes and servers: LISTEN -------------------------
+
+    def on_events(self, wake: Callable[[], None]) -> Callable[[], None]:
+        stop_local = super().on_events(wake)
+        stopping = threading.Event()
+        thread = threading.Thread(
+            target=self._listen, args=(wake, stopping), name="event-listener", daemon=True
+        )
+        thread.start()
+
+        def stop() -> None:
+            stop_local()
+            stopping.set()
+
+        return stop
+
+    def _listen(self, wake: Callable[[], None], stopping: threading.Event) -> None:
+        """LISTEN on a connection of its own (outside the pool: it never goes back), and
+        ``wake`` at each notification. A lost connection is opened again; the wake that
+        follows makes the reader look for anything committed meanwhile."""
+        conninfo = self.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        while not stopping.is_set():
+            try:
+                with psycopg.connect(conninfo, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+                    wake()
+                    while not stopping.is_set():
+                        for _note in conn.notifies(timeout=LISTEN_TIMEOUT_SECONDS):
+                            wake()
+            except psycopg.Error as e:
+                log.warning("listening for events: %s; again in %g s", _first_line(e), 1.0)
+                stopping.wait(LISTEN_RETRY_SECONDS)
+
+
+def _notify(conn: Connection, last: int) -> None:
+    _NOTIFY.run(conn, last=str(last))
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _note_idle_since(_dbapi_conn: Any, record: Any) -> None:

@@ -67,6 +67,8 @@ class Prepared(Generic[S]):
             assert isinstance(compiled, SQLCompiler)
             order = tuple(compiled.positiontup or ()) if compiled.positional else None
             columns = getattr(self.statement, "selected_columns", None)
+            if columns is None and getattr(self.statement, "_returning", None):
+                columns = self.statement.exported_columns  # type: ignore[attr-defined]
             row = namedtuple("Row", [c.key for c in columns]) if columns is not None else None
             fixed = {k: v for k, v in compiled.params.items() if v is not None}
             found = _Compiled(str(compiled), order, fixed, row)

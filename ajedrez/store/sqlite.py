@@ -102,12 +102,16 @@ class _Batch:
         self.opened = time.monotonic()
         self.done = threading.Event()
         self.error: StorageError | None = None
+        self.events = False  # a writer wrote events: wake the readers after the commit
 
 
 class SqliteDatabase(Database):
     is_sqlite = True
     serializes_writes = True
     uses_writer_process = False
+    # Other processes' commits (--workers, the admin tool) are seen by polling the
+    # counter, a read of one row in shared memory's WAL index and the page cache.
+    event_poll = 0.05
 
     def _open(self, url: URL, pool_size: int, create: bool) -> Engine:
         self._write_lock = threading.Lock()
@@ -403,6 +407,8 @@ class SqliteDatabase(Database):
             if locked:
                 self._file_lock.release()
             batch.done.set()
+        if batch.events and batch.error is None:
+            self._events_committed()
 
 
 @contextmanager
@@ -412,9 +418,12 @@ def _writer_of(batch: _Batch) -> Iterator[Tx]:
         raise StorageError(_LOST)
     with mapped_errors():
         _SAVEPOINT.run(batch.conn)
+        # Stamped under the write lock, so it orders with every other writer.
+        tx = Tx(batch.conn, int(time.time()))
         try:
-            # Taken under the write lock, so it orders with every other writer.
-            yield Tx(batch.conn, int(time.time()))
+            yield tx
+            if tx.flush_events() is not None:
+                batch.events = True
         except BaseException:
             if not batch.conn.invalidated:  # else the transaction is gone with it
                 _ROLLBACK_TO_SAVEPOINT.run(batch.conn)

@@ -18,13 +18,14 @@ from sqlalchemy import (
     insert,
     select,
     true,
+    union_all,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import aliased
 
 from ajedrez.protocol.records import STATUS_FINISHED
-from ajedrez.store.models import Game, Move, User
+from ajedrez.store.models import Event, EventCounter, Game, Move, Observer, User
 from ajedrez.store.prepared import Prepared, PreparedMany
 
 White = aliased(User)
@@ -79,6 +80,12 @@ PLAY_ROWS = Prepared(
 NEXT_DEADLINE = (
     select(Game.deadline_ms).where(Game.deadline_ms.isnot(None)).order_by(Game.deadline_ms).limit(1)
 )
+# The scheduler's next clock warning: the first entry of ix_games_warn.
+NEXT_WARNING = (
+    select(Game.warn_at_ms).where(Game.warn_at_ms.isnot(None)).order_by(Game.warn_at_ms).limit(1)
+)
+# A clock warning sent: the turn's next one (not a change a client syncs: no changed_at).
+SET_WARNING = update(Game).where(Game.id == bindparam("gid")).values(warn_at_ms=bindparam("warn"))
 # The scheduler's pass (game_queries.finish_timed_out), run with many parameter sets.
 CREDIT_WIN = update(User).where(User.id == bindparam("uid")).values(wins=User.wins + 1)
 END_ON_TIME = (
@@ -91,6 +98,7 @@ END_ON_TIME = (
         finished_at=bindparam("g_at"),
         changed_at=bindparam("g_at"),
         deadline_ms=None,
+        warn_at_ms=None,
         white_ms=bindparam("g_white_ms"),
         black_ms=bindparam("g_black_ms"),
     )
@@ -147,6 +155,7 @@ UPDATE_AFTER_MOVE = Prepared(
         black_ms=bindparam("g_black_ms"),
         clock_since_ms=bindparam("g_since"),
         deadline_ms=bindparam("g_deadline"),
+        warn_at_ms=bindparam("g_warn"),
     )
 )
 
@@ -198,6 +207,7 @@ _MOVE_FIELDS = (
     ("g_black_ms", Game.black_ms),
     ("g_since", Game.clock_since_ms),
     ("g_deadline", Game.deadline_ms),
+    ("g_warn", Game.warn_at_ms),
 )
 _NEW_MOVES = (
     func.unnest(*(_array(name, column) for name, column in _MOVE_FIELDS))
@@ -217,6 +227,7 @@ STORE_MOVES = PreparedMany(
         black_ms=_NEW_MOVES.c.g_black_ms,
         clock_since_ms=_NEW_MOVES.c.g_since,
         deadline_ms=_NEW_MOVES.c.g_deadline,
+        warn_at_ms=_NEW_MOVES.c.g_warn,
     )
     .add_cte(
         insert(Move)
@@ -231,3 +242,80 @@ STORE_MOVES = PreparedMany(
     ),
     each=tuple(name for name, _ in _MOVE_FIELDS),
 )
+
+
+# -- the event stream (store/events.py) --------------------------------------------------
+
+# The counter's row stays locked to the end of the transaction: ids are given in commit
+# order (models.Event).
+BUMP_EVENTS = Prepared(
+    update(EventCounter)
+    .where(EventCounter.id == 1)
+    .values(last=EventCounter.last + bindparam("n"))
+    .returning(EventCounter.last)
+)
+INSERT_EVENT = Prepared(
+    insert(Event).values(
+        id=bindparam("id"),
+        at_ms=bindparam("at_ms"),
+        kind=bindparam("kind"),
+        game_id=bindparam("game_id"),
+        user_a=bindparam("user_a"),
+        user_b=bindparam("user_b"),
+        actor_id=bindparam("actor_id"),
+        observers=bindparam("observers"),
+        data=bindparam("data"),
+    )
+)
+EVENT_HORIZON = Prepared(
+    select(EventCounter.last, EventCounter.pruned_through).where(EventCounter.id == 1)
+)
+_EVENT_COLUMNS = (
+    Event.id,
+    Event.at_ms,
+    Event.kind,
+    Event.data,
+    Event.game_id,
+    Event.user_a,
+    Event.user_b,
+    Event.actor_id,
+    Event.observers,
+)
+# A process's hub: every event after the last it saw, for its own connections.
+EVENTS_AFTER = Prepared(
+    select(*_EVENT_COLUMNS)
+    .where(Event.id > bindparam("after"))
+    .order_by(Event.id)
+    .limit(bindparam("n"))
+)
+
+
+# One user's events after a cursor, as a player (either column) or an observer: each
+# part reads its own index from the cursor on, and at most a page.
+def _page(query: Any) -> Any:
+    return select(*query.order_by(Event.id).limit(bindparam("n")).subquery().c)
+
+
+_AFTER = Event.id > bindparam("after")
+_USER_EVENTS = union_all(
+    *(
+        _page(select(*_EVENT_COLUMNS).where(_AFTER, column == bindparam("uid")))
+        for column in (Event.user_a, Event.user_b)
+    ),
+    _page(
+        select(*_EVENT_COLUMNS)
+        .join(Observer, Observer.game_id == Event.game_id)
+        .where(_AFTER, Observer.user_id == bindparam("uid"), Event.observers.is_(True))
+    ),
+).subquery("e")
+USER_EVENTS_AFTER = Prepared(
+    select(*_USER_EVENTS.c).order_by(_USER_EVENTS.c.id).limit(bindparam("n"))
+)
+# Does the user observe the game?
+OBSERVING = Prepared(
+    select(Observer.user_id).where(
+        Observer.game_id == bindparam("gid"), Observer.user_id == bindparam("uid")
+    )
+)
+# The games a user observes.
+OBSERVED_GAMES = Prepared(select(Observer.game_id).where(Observer.user_id == bindparam("uid")))

@@ -6,12 +6,16 @@ each is here or in the two query modules it is built from; no rule of the game i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, insert
 
+from ajedrez.domain.events import Event
+from ajedrez.store import statements as st
 from ajedrez.store.account_queries import AccountQueries
 from ajedrez.store.game_queries import GameQueries
+from ajedrez.store.live_queries import LiveQueries
 from ajedrez.store.models import AdminAudit, Removal
 
 # Rows per statement when many are written at once: far below any driver's limit on
@@ -20,9 +24,46 @@ CHUNK = 500
 
 
 @dataclass
-class Tx(GameQueries, AccountQueries):
+class Tx(GameQueries, AccountQueries, LiveQueries):
     conn: Connection
     stamp: int
+    # The events of this transaction, written by ``flush_events`` just before it commits.
+    events: list[Event] = field(default_factory=list)
+    # What the database does once a transaction has written events (PostgreSQL: NOTIFY).
+    on_events: Callable[[Connection, int], None] | None = None
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    def flush_events(self) -> int | None:
+        """Write the events emitted so far, numbered from the counter; returns the last
+        id (None: there were none). Called as the transaction's last write, as the
+        counter's row then stays locked for the shortest time (``models.Event``)."""
+        if not self.events:
+            return None
+        events, self.events = self.events, []
+        last = int(st.BUMP_EVENTS.first(self.conn, n=len(events)).last)
+        first = last - len(events) + 1
+        st.INSERT_EVENT.run_each(
+            self.conn,
+            [
+                {
+                    "id": first + i,
+                    "at_ms": e.at_ms,
+                    "kind": e.kind,
+                    "game_id": e.game_id,
+                    "user_a": e.user_a,
+                    "user_b": e.user_b,
+                    "actor_id": e.actor_id,
+                    "observers": e.observers,
+                    "data": e.data,
+                }
+                for i, e in enumerate(events)
+            ],
+        )
+        if self.on_events is not None:
+            self.on_events(self.conn, last)
+        return last
 
     def note_removals(self, kind: str, rows: list[tuple[int, str]]) -> None:
         """Record that ``subject`` went away for each (user id, subject), for BAJA."""

@@ -1,0 +1,223 @@
+"""Live play (docs/protocol.md section 4, "Live play"): observers, chat, seeks,
+legal-move hints and takeback, written against the store's protocol (``ports.py``).
+Every change runs in one transaction and emits its events (``events.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import chess
+
+from ajedrez.domain import clocks, events, rules
+from ajedrez.domain.clocks import Clock, ClockRules
+from ajedrez.domain.errors import Conflict, Failure
+from ajedrez.domain.ports import GameRecord, Store, StoreTx
+from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.records import BLACK, OBSERVER, STATUS_ACTIVE, WHITE
+from ajedrez.protocol.timecontrol import TimeControl, control_name, parse_control
+
+CHAT_MAX = 500  # characters in a message
+CHAT_WINDOW_MS = 60_000
+PLAYERS = "J"  # chat channels: the players', the observers'
+OBSERVERS = "O"
+
+
+@dataclass(frozen=True)
+class ChatLine:
+    at_ms: int
+    channel: str
+    ply: int
+    user: str
+    text: str
+
+    def encode(self) -> str:
+        return f"{self.at_ms}:{self.channel}:{self.ply}:{self.user}:{self.text}"
+
+
+def chat_comment(user: str, channel: str, text: str) -> str:
+    """A message as a PGN comment: ``ana: good luck``, an observer's marked."""
+    return f"{user} (whisper): {text}" if channel == OBSERVERS else f"{user}: {text}"
+
+
+def reader_color(tx: StoreTx, row: GameRecord, caller_id: int) -> str:
+    """The caller's colour in the game, or ``OBSERVER``; 831 for anyone else."""
+    if caller_id in (row.white_id, row.black_id):
+        return rules.color_of(row, caller_id, row.id)
+    if tx.observes(row.id, caller_id):
+        return OBSERVER
+    raise Failure(Reply.F_NOTPLAYER, f"you neither play in nor observe {rules.pid(row.id)}")
+
+
+class Live:
+    def __init__(
+        self, store: Store, clock: Clock, clock_rules: ClockRules, chat_per_minute: int = 10
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.clock_rules = clock_rules
+        self.chat_per_minute = chat_per_minute
+
+    # -- observers -------------------------------------------------------------------------
+
+    def observe(self, caller_id: int, game_id: int) -> None:
+        try:
+            with self.store.writing() as tx:
+                row = existing_game(tx, game_id)
+                if caller_id in (row.white_id, row.black_id):
+                    raise Failure(Reply.F_OBSERVE, f"you play in {rules.pid(game_id)}")
+                rules.require_active(row, game_id)
+                if row.private:
+                    raise Failure(Reply.F_PRIVATE, f"{rules.pid(game_id)} is private")
+                if tx.observes(game_id, caller_id):
+                    return
+                tx.add_observer(game_id, caller_id)
+                me = (caller_id, tx.user_name(caller_id) or "")
+                tx.emit(events.observer_joined(self.clock.now_ms(), row, game_id, me))
+        except Conflict:
+            return  # another session of the caller's got there first: observing, once
+
+    def stop_observing(self, caller_id: int, game_id: int) -> None:
+        with self.store.writing() as tx:
+            row = existing_game(tx, game_id)
+            if not tx.drop_observer(game_id, caller_id):
+                raise Failure(Reply.F_OBSERVE, f"you do not observe {rules.pid(game_id)}")
+            me = (caller_id, tx.user_name(caller_id) or "")
+            tx.emit(events.observer_left(self.clock.now_ms(), row, game_id, me))
+
+    def observers(self, caller_id: int, game_id: int) -> list[str]:
+        with self.store.reading() as tx:
+            row = existing_game(tx, game_id)
+            reader_color(tx, row, caller_id)
+            return tx.observer_names(game_id)
+
+    # -- chat ------------------------------------------------------------------------------
+
+    def say(self, caller_id: int, game_id: int, text: str) -> None:
+        with self.store.writing() as tx:
+            row = existing_game(tx, game_id)
+            color = reader_color(tx, row, caller_id)
+            if color == OBSERVER:
+                rules.require_active(row, game_id)
+            # The user's row is locked while their messages are counted, so that messages
+            # sent at once from several sessions are counted one after the other.
+            tx.lock_user(caller_id)
+            now = self.clock.now_ms()
+            said = tx.chats_since(caller_id, now - CHAT_WINDOW_MS)
+            if said >= self.chat_per_minute:
+                raise Failure(
+                    Reply.F_CHATRATE,
+                    f"at most {self.chat_per_minute} messages a minute; try again in a minute",
+                )
+            channel = OBSERVERS if color == OBSERVER else PLAYERS
+            tx.add_chat(game_id, caller_id, channel, row.next_ply - 1, now, text)
+            me = (caller_id, tx.user_name(caller_id) or "")
+            tx.emit(events.chat_said(now, row, game_id, me, text, channel == OBSERVERS))
+
+    def chat_since(self, caller_id: int, game_id: int, since: int) -> tuple[int, list[ChatLine]]:
+        """CHLE: (fecha to send back, the messages the caller may read since ``since``)."""
+        with self.store.syncing() as tx:
+            row = existing_game(tx, game_id)
+            color = reader_color(tx, row, caller_id)
+            lines = tx.chat(game_id, since, self.readable(row, color))
+            return tx.stamp, [ChatLine(*line) for line in lines]
+
+    def chat_log(self, game_id: int, by: str | None = None) -> list[ChatLine]:
+        """Every message of the game, both channels, for the administrator (``by``, who
+        is recorded in the audit trail)."""
+        with self.store.writing() as tx:
+            existing_game(tx, game_id)
+            lines = [ChatLine(*line) for line in tx.chat(game_id)]
+            tx.audit(by, "games chat", rules.pid(game_id), f"{len(lines)} message(s) read")
+        return lines
+
+    @staticmethod
+    def readable(row: GameRecord, color: str) -> tuple[str, ...]:
+        """The channels a reader of ``color`` (or an observer) may read: the observers'
+        reach the players once the game is over."""
+        if color == OBSERVER:
+            return (OBSERVERS,)
+        return (PLAYERS,) if row.status == STATUS_ACTIVE else (PLAYERS, OBSERVERS)
+
+    # -- seeks -----------------------------------------------------------------------------
+
+    def seek(self, caller_id: int, control_text: str, private: bool) -> int | None:
+        """BUSC: the new game's id when paired at once, else None (the seek waits)."""
+        control = parse_control(control_text)
+        self.clock_rules.check(control)
+        name = control_name(control)
+        with self.store.writing() as tx:
+            tx.serialize()
+            me = tx.user_ref(caller_id)
+            if me is None or not me.active:
+                raise Failure(Reply.F_NOUSER, "your account is closed")
+            if tx.has_seek(caller_id, name):
+                raise Failure(Reply.F_SEEKEXISTS, f"you already seek a game of {name}")
+            for seek in tx.seeks_of_control(name, caller_id):
+                lo, hi = sorted((caller_id, seek.user_id))
+                if tx.active_game_between(lo, hi):
+                    continue
+                tx.drop_seek(seek.id)
+                now = self.clock.now_ms()
+                white, black = seek.user_id, caller_id  # who sought first plays white
+                names = {caller_id: me.name, white: tx.user_name(white) or ""}
+                players = (white, names[white]), (black, names[black])
+                return start_game(tx, now, *players, control, private or seek.private, caller_id)
+            tx.add_seek(caller_id, name, control, private)
+            return None
+
+    def seeks(self) -> list[tuple[str, str]]:
+        with self.store.reading() as tx:
+            return tx.seeks()
+
+    def unseek(self, caller_id: int, control_text: str | None) -> int:
+        name = None if control_text is None else control_name(parse_control(control_text))
+        with self.store.writing() as tx:
+            dropped = tx.drop_seeks(caller_id, name)
+        if not dropped:
+            what = "any time control" if name is None else name
+            raise Failure(Reply.F_NOSEEK, f"you seek no game of {what}")
+        return dropped
+
+    # -- hints -----------------------------------------------------------------------------
+
+    def hints(self, caller_id: int, game_id: int, square: str) -> list[str]:
+        """HOVR: the squares the piece on ``square`` may move to, sorted a1..h8."""
+        with self.store.reading() as tx:
+            row = existing_game(tx, game_id)
+            reader_color(tx, row, caller_id)
+        rules.require_active(row, game_id)
+        board = chess.Board(row.fen)
+        origin = chess.parse_square(square)
+        targets = {m.to_square for m in board.legal_moves if m.from_square == origin}
+        return [chess.square_name(s) for s in sorted(targets)]
+
+
+def start_game(
+    tx: StoreTx,
+    now: int,
+    white: tuple[int, str],
+    black: tuple[int, str],
+    control: TimeControl | None,
+    private: bool,
+    actor_id: int,
+) -> int:
+    """A new game between the two, white's clock started; emits INICIO_PARTIDA."""
+    clock: dict[str, object] = clocks.control_columns(control)
+    if control is not None:
+        ids = [white[0], black[0]]
+        leaves = tx.leaves_until(ids, now) if control.correspondence else {}
+        clock |= clocks.start(control, now, leaves.get(white[0])).columns()
+        clock |= clocks.leave_columns(WHITE, leaves.get(white[0]))
+        clock |= clocks.leave_columns(BLACK, leaves.get(black[0]))
+    game_id = tx.add_game(white[0], black[0], chess.STARTING_FEN, clock | {"private": private})
+    name = control_name(control)
+    tx.emit(events.game_started(now, game_id, white, black, name, actor_id, private))
+    return game_id
+
+
+def existing_game(tx: StoreTx, game_id: int, *, lock: bool = False) -> GameRecord:
+    """The game's row (``lock``: held for the transaction), or 830."""
+    row = tx.game(game_id, lock=lock)
+    if row is None:
+        raise rules.no_game(game_id)
+    return row

@@ -1,0 +1,337 @@
+"""Streaming connections (EVEN, docs/protocol.md section 6): one hub per process, one
+:class:`Stream` per streaming connection.
+
+Events are stored by the transactions that make them, numbered in commit order, so the
+store is the only source: the :class:`Hub` reads every event after the last it saw
+whenever it is woken (this process committed some, PostgreSQL notified, or its poll
+came round) and hands each to the streams of its recipients. A stream first catches up
+from the store (its user's events after the client's cursor), holding live events
+meanwhile, then goes live. A stream whose client does not read fast enough stops taking
+live events and, once the client reads again, catches up from the store: nothing is
+ever dropped, and a slow client costs no memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ajedrez.protocol import events as ev
+from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.framing import encode_reply
+from ajedrez.store.db import Database
+from ajedrez.store.events import EventReads
+
+log = logging.getLogger("ajedrez.server")
+
+HUB_PAGE = 1000  # events the hub reads at once
+CATCH_UP_PAGE = 500  # events a stream reads at once while catching up
+PENDING_LIMIT = 2000  # live events a catching-up stream holds; beyond, it reads them again
+CATCH_UP_RETRY_SECONDS = 1.0
+
+
+class Sink(Protocol):
+    """What a stream writes to: its connection."""
+
+    def send_event(self, frame: bytes) -> bool:
+        """Write ``frame``; False when the client is not reading (the stream then waits
+        for :meth:`Stream.writable`)."""
+        ...
+
+
+def _observer_change(row: Any) -> str | None:
+    """INCORPORACION or ABANDONO when ``row`` says an observer joined or left a game."""
+    if row.kind not in (ev.INCORPORACION, ev.ABANDONO) or row.actor_id is None:
+        return None
+    return str(row.kind) if row.data.rsplit(":", 1)[-1] == "1" else None
+
+
+def event_frame(row: Any) -> bytes:
+    data = f"{row.id}:{row.at_ms}:{row.kind}"
+    if row.data:
+        data = f"{data}:{row.data}"
+    return encode_reply(Reply.V_EVENTO, data)
+
+
+class Hub:
+    def __init__(self, db: Database, *, heartbeat: float = 60.0) -> None:
+        self.reads = EventReads(db)
+        self.db = db
+        self.heartbeat = heartbeat
+        self.last = 0  # the newest event dispatched
+        self.pruned_through = 0
+        self.by_user: dict[int, set[Stream]] = {}
+        self.watching: dict[int, set[Stream]] = {}  # game id -> streams observing it
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._woken = threading.Event()
+        self._reading = False
+        self._again = False
+        self._stop_wake: Callable[[], None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        rows = await self.reads.horizon()
+        self.last, self.pruned_through = int(rows[0].last), int(rows[0].pruned_through)
+        self._stop_wake = self.db.on_events(self._wake_from_any_thread)
+        self._tasks = [
+            self._loop.create_task(self._poll(), name="event-poll"),
+            self._loop.create_task(self._beat(), name="event-heartbeat"),
+        ]
+
+    async def stop(self) -> None:
+        if self._stop_wake is not None:
+            self._stop_wake()
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # -- waking ------------------------------------------------------------------------------
+
+    def _wake_from_any_thread(self) -> None:
+        # Many commits between two turns of the loop make one wake-up.
+        if self._loop is None or self._woken.is_set():
+            return
+        self._woken.set()
+        with contextlib.suppress(RuntimeError):  # the loop is closed: stopping
+            self._loop.call_soon_threadsafe(self.wake)
+
+    def wake(self) -> None:
+        self._woken.clear()
+        if self._reading:
+            self._again = True
+            return
+        self._reading = True
+        assert self._loop is not None
+        self._loop.create_task(self._read())
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(self.db.event_poll)
+            try:
+                rows = await self.reads.horizon()
+            except Exception as e:
+                log.warning("event stream: cannot read the counter: %s", e)
+                continue
+            if not rows:
+                continue
+            self.pruned_through = int(rows[0].pruned_through)
+            if int(rows[0].last) > self.last:
+                self.wake()
+
+    async def _beat(self) -> None:
+        # Each stream gets a heartbeat after between one and two heartbeats of silence.
+        assert self._loop is not None
+        while True:
+            await asyncio.sleep(self.heartbeat)
+            quiet_since = self._loop.time() - self.heartbeat
+            for streams in list(self.by_user.values()):
+                for stream in list(streams):
+                    stream.beat(quiet_since)
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                self._again = False
+                try:
+                    rows = await self.reads.after(self.last, HUB_PAGE)
+                except Exception as e:
+                    log.warning("event stream: cannot read events: %s", e)
+                    return
+                for row in rows:
+                    self._dispatch(row)
+                    self.last = row.id
+                if len(rows) < HUB_PAGE and not self._again:
+                    return
+        finally:
+            self._reading = False
+
+    def _dispatch(self, row: Any) -> None:
+        # An observer's streams take the game's events from the one saying they joined,
+        # up to the one saying they left.
+        observer = _observer_change(row)
+        if observer == ev.INCORPORACION:
+            for stream in self.by_user.get(row.actor_id, set()):
+                self._watch(stream, row.game_id)
+        # The players first: a game with many observers makes them wait for none.
+        players: set[Stream] = set()
+        for user in (row.user_a, row.user_b):
+            if user is not None:
+                players |= self.by_user.get(user, set())
+        for stream in players:
+            stream.live(row)
+        if row.observers and row.game_id is not None:
+            for stream in self.watching.get(row.game_id, ()):
+                if stream not in players:
+                    stream.live(row)
+        if observer == ev.ABANDONO:
+            for stream in self.by_user.get(row.actor_id, set()):
+                self._unwatch(stream, row.game_id)
+
+    # -- streams -----------------------------------------------------------------------------
+
+    def open(self, sink: Sink, user_id: int, cursor: int | None) -> Stream:
+        """A stream for ``sink``'s user from ``cursor`` (None: from now on)."""
+        stream = Stream(self, sink, user_id)
+        self.by_user.setdefault(user_id, set()).add(stream)
+        # From now on the hub hands it every new event; those up to here come from the
+        # store, or, without a cursor, are not asked for.
+        stream.sent = self.last if cursor is None else cursor
+        assert self._loop is not None
+        stream.task = self._loop.create_task(stream.start(catch_up=cursor is not None))
+        return stream
+
+    def close(self, stream: Stream) -> None:
+        streams = self.by_user.get(stream.user_id)
+        if streams is not None:
+            streams.discard(stream)
+            if not streams:
+                del self.by_user[stream.user_id]
+        for game_id in list(stream.games):
+            self._unwatch(stream, game_id)
+        if stream.task is not None and not stream.task.done():
+            stream.task.cancel()
+
+    def _watch(self, stream: Stream, game_id: int) -> None:
+        stream.games.add(game_id)
+        self.watching.setdefault(game_id, set()).add(stream)
+
+    def _unwatch(self, stream: Stream, game_id: int) -> None:
+        stream.games.discard(game_id)
+        streams = self.watching.get(game_id)
+        if streams is not None:
+            streams.discard(stream)
+            if not streams:
+                del self.watching[game_id]
+
+    @property
+    def streams(self) -> int:
+        return sum(len(s) for s in self.by_user.values())
+
+
+class Stream:
+    """One streaming connection: catching up from the store, or live."""
+
+    def __init__(self, hub: Hub, sink: Sink, user_id: int) -> None:
+        self.hub = hub
+        self.sink = sink
+        self.user_id = user_id
+        self.games: set[int] = set()  # observed
+        self.sent = 0  # the cursor of the last event sent (or skipped as not newer)
+        self.is_live = False
+        self.pending: list[Any] = []  # live events that came while catching up
+        self.overflow = False
+        self.stalled = False  # the client stopped reading: see writable()
+        self.catching_up = True  # live events wait in ``pending`` until it is live
+        self.caught_up = False  # 601 was sent
+        self.last_write = 0.0  # loop time of the last frame: heartbeats fill silences
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def start_cursor(self) -> int:
+        return self.sent
+
+    async def start(self, *, catch_up: bool) -> None:
+        hub = self.hub
+        try:
+            for row in await hub.reads.observed(self.user_id):
+                hub._watch(self, row.game_id)
+        except Exception as e:
+            log.warning("event stream: cannot read the observed games: %s", e)
+        if not catch_up:
+            self._go_live()
+            return
+        if self.sent < hub.pruned_through:
+            self._write(encode_reply(Reply.V_HUECO, str(hub.pruned_through)))
+            self.sent = hub.pruned_through
+        await self._catch_up()
+
+    async def _catch_up(self) -> None:
+        """Send the user's stored events after ``sent``, then go live. A read the store
+        fails is tried again after a pause: the stream waits, it does not skip."""
+        self.catching_up = True
+        self.is_live = False
+        try:
+            while True:
+                try:
+                    rows = await self.hub.reads.of_user(self.user_id, self.sent, CATCH_UP_PAGE)
+                except Exception as e:
+                    log.warning("event stream of user %d: %s; trying again", self.user_id, e)
+                    await asyncio.sleep(CATCH_UP_RETRY_SECONDS)
+                    continue
+                for row in rows:
+                    if not self._send(row):
+                        return  # stalled: writable() starts again from self.sent
+                if len(rows) == CATCH_UP_PAGE:
+                    continue
+                if self.overflow:  # some live events were not kept: read them again
+                    self.overflow = False
+                    self.pending.clear()
+                    continue
+                break
+        finally:
+            self.catching_up = False
+        self._go_live()
+
+    def _go_live(self) -> None:
+        self.catching_up = False
+        self.is_live = True
+        self._flush_pending()
+        if self.is_live and not self.caught_up:
+            self.caught_up = True
+            self._write(encode_reply(Reply.V_ALDIA, str(self.cursor)))
+
+    def _flush_pending(self) -> None:
+        pending, self.pending = self.pending, []
+        for row in pending:
+            if not self._send(row):
+                return
+
+    @property
+    def cursor(self) -> int:
+        """The cursor the client may store now: every event of its user up to it was sent."""
+        return max(self.sent, self.hub.last) if self.is_live else self.sent
+
+    def live(self, row: Any) -> None:
+        if self.is_live:
+            self._send(row)
+        elif self.catching_up and not self.stalled:
+            if len(self.pending) < PENDING_LIMIT:
+                self.pending.append(row)
+            else:
+                self.overflow = True
+        # stalled: the catch-up after writable() reads it from the store
+
+    def beat(self, quiet_since: float) -> None:
+        """A heartbeat, if nothing was written since ``quiet_since`` (loop time)."""
+        if self.is_live and self.last_write <= quiet_since:
+            self._write(encode_reply(Reply.V_LATIDO, str(self.cursor)))
+
+    def _send(self, row: Any) -> bool:
+        if row.id <= self.sent:
+            return True  # sent already (a catch-up page and a live event overlap)
+        self.sent = row.id
+        return self._write(event_frame(row))
+
+    def _write(self, frame: bytes) -> bool:
+        assert self.hub._loop is not None
+        self.last_write = self.hub._loop.time()
+        if self.sink.send_event(frame):
+            return True
+        self.stalled = True
+        self.is_live = False
+        self.pending.clear()
+        return False
+
+    def writable(self) -> None:
+        """The client reads again: catch up from the store, then go live."""
+        if not self.stalled:
+            return
+        self.stalled = False
+        assert self.hub._loop is not None
+        self.task = self.hub._loop.create_task(self._catch_up())
