@@ -6,7 +6,8 @@ controls (SOLI), the user's games (PPEN + STAT) with their moves (SPAR), includi
 the server purged (BAJA), each game's clock (RELJ) with the offset from the local clock
 to the server's, the ranking (SRNK), the fecha the server last answered for each of TRAN,
 JAUT, PPEN and BAJA, and when the last sync happened; per game also its start and end
-days and end reason as the server's PGN (PGNX) gave them. It never holds a password.
+days and end reason as the server's PGN (PGNX) gave them; and the cursor of the event
+stream (EVEN) that ``ajedrez watch`` resumes from. It never holds a password.
 
 A file written by an older client is brought up to date when it is opened, its data kept:
 new tables are created, new columns added empty (unknown), and the next sync fills them.
@@ -32,7 +33,7 @@ from ajedrez.protocol.records import (
     color_of_ply,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FECHA_KINDS = ("TRAN", "JAUT", "PPEN", "BAJA")
 
 _SCHEMA = """
@@ -93,6 +94,11 @@ CREATE TABLE IF NOT EXISTS clocks (
     black_leave_until_ms INTEGER NOT NULL,
     end_reason TEXT NOT NULL,
     offset_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS event_cursor (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    cursor INTEGER NOT NULL,
+    stored_at INTEGER NOT NULL
 );
 """
 
@@ -454,6 +460,20 @@ class Cache:
         """How the game ended as RELJ said it; None while unknown or still going on."""
         row = self.db.execute("SELECT end_reason FROM clocks WHERE game=?", (gid,)).fetchone()
         return str(row["end_reason"]) if row is not None and row["end_reason"] else None
+
+    # -- the event stream ------------------------------------------------------------
+
+    def event_cursor(self) -> int | None:
+        """The cursor of the last event handled (EVEN); None before the first stream."""
+        row = self.db.execute("SELECT cursor FROM event_cursor WHERE id=1").fetchone()
+        return None if row is None else int(row["cursor"])
+
+    def set_event_cursor(self, cursor: int) -> None:
+        self.db.execute(
+            "INSERT INTO event_cursor VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+            "cursor=excluded.cursor, stored_at=excluded.stored_at",
+            (cursor, int(time.time())),
+        )
 
     # -- ranking -------------------------------------------------------------------
 

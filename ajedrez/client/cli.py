@@ -41,6 +41,16 @@ from ajedrez.client.errors import (
     ServerError,
     Unreachable,
 )
+from ajedrez.client.live_commands import (
+    cmd_chat,
+    cmd_hint,
+    cmd_observe,
+    cmd_observers,
+    cmd_seek,
+    cmd_seeks,
+    cmd_unseek,
+    cmd_watch,
+)
 from ajedrez.client.play_commands import (
     cmd_accept,
     cmd_challenge,
@@ -260,7 +270,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--from-server", action="store_true", help="ask the server (PGNX) instead of the local data"
     )
+    p.add_argument(
+        "--chat",
+        action="store_true",
+        help="with the game's messages as comments (PGNX:GAME:1; asks the server)",
+    )
     sync_flag(p)
+    p = add(
+        "watch",
+        cmd_watch,
+        "follow your events as they happen (moves, challenges, draws, ends, chat), one line "
+        "each; resumes where it stopped",
+    )
+    p.add_argument(
+        "--exec",
+        metavar="CMD",
+        help="run CMD through the shell once per event, with the event in AJEDREZ_* "
+        "environment variables (AJEDREZ_EVENT, AJEDREZ_PARTIDA, ...)",
+    )
+    p.add_argument(
+        "--from-start",
+        action="store_true",
+        help="start from the oldest event the server keeps instead of where the last "
+        "watch stopped (or, the first time, from now)",
+    )
+    p = add("observe", cmd_observe, "watch another players' game: the board after each move")
+    p.add_argument("game", metavar="GAME")
+    p.add_argument("--stop", action="store_true", help="stop observing the game (OBSF)")
+    p = add("observers", cmd_observers, "who observes a game")
+    p.add_argument("game", metavar="GAME")
+    p = add("chat", cmd_chat, "say something in a game, or read its messages")
+    p.add_argument("game", metavar="GAME")
+    p.add_argument(
+        "text", metavar="TEXT", nargs="*", help="the message (without it: read the messages)"
+    )
+    p = add("seek", cmd_seek, "look for a game with anyone who seeks the same time control")
+    p.add_argument(
+        "--time",
+        "-t",
+        metavar="CONTROL",
+        help="the time control sought, as for challenge (default: none, no clock)",
+    )
+    p.add_argument("--private", action="store_true", help="a game nobody may observe")
+    p = add("seeks", cmd_seeks, "the seeks waiting for an opponent")
+    p = add("unseek", cmd_unseek, "withdraw your seek (or all of them)")
+    p.add_argument("--time", "-t", metavar="CONTROL", help="only the seek of this time control")
+    p = add("hint", cmd_hint, "the squares a piece may move to (legal-move hints)")
+    p.add_argument("game", metavar="GAME")
+    p.add_argument("square", metavar="SQUARE", help="the piece's square, as e2")
     p = add(
         "config", cmd_config, "show the settings in use; --save stores --server/--user/--data-dir"
     )

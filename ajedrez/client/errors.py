@@ -126,6 +126,40 @@ class LeaveRefused(ProtocolFailure):
     """844 F_LEAVE: leave cannot start or end now; ``reason`` says why."""
 
 
+class PrivateGame(ProtocolFailure):
+    """845 F_PRIVATE: OBSV of a private game."""
+
+
+class ObserveRefused(ProtocolFailure):
+    """846 F_OBSERVE: OBSV of a game the caller plays in, or OBSF of one not observed."""
+
+
+class ChatRate(ProtocolFailure):
+    """847 F_CHATRATE: too many messages lately; ``reason`` says when to try again."""
+
+
+class SeekExists(ProtocolFailure):
+    """848 F_SEEKEXISTS: BUSC for a time control the caller already seeks."""
+
+
+class NoSeek(ProtocolFailure):
+    """849 F_NOSEEK: BUSR with no seek of the caller's to withdraw."""
+
+
+class TakebackRefused(ProtocolFailure):
+    """850 F_TAKEBACK: no takeback may be asked or answered now; ``reason`` says why."""
+
+
+class MalformedEvent(ProtocolError):
+    """A ``600`` whose data is not an event record. The stream goes on; ``cursor`` is the
+    event's cursor when that much could be read, so a reader can step past it."""
+
+    def __init__(self, message: str, data: str, cursor: int | None) -> None:
+        super().__init__(message)
+        self.data = data
+        self.cursor = cursor
+
+
 _FAILURES: dict[int, type[ProtocolFailure]] = {
     Reply.F_NOUSER: NoSuchUser,
     Reply.F_PASINV: WrongPassword,
@@ -142,6 +176,12 @@ _FAILURES: dict[int, type[ProtocolFailure]] = {
     Reply.F_NOMASJUG: NoMoreMoves,
     Reply.F_TIMECONTROL: TimeControlChanged,
     Reply.F_LEAVE: LeaveRefused,
+    Reply.F_PRIVATE: PrivateGame,
+    Reply.F_OBSERVE: ObserveRefused,
+    Reply.F_CHATRATE: ChatRate,
+    Reply.F_SEEKEXISTS: SeekExists,
+    Reply.F_NOSEEK: NoSeek,
+    Reply.F_TAKEBACK: TakebackRefused,
 }
 
 

@@ -13,20 +13,33 @@ A command whose reply is an error (4xx-5xx) raises :class:`~ajedrez.client.error
 a failure (8xx-9xx) :class:`~ajedrez.client.errors.ProtocolFailure` (or a subclass such as
 ``WrongPassword``, ``NotYourTurn``, ``IllegalMove``); both carry ``code`` and ``reason``.
 A reply this library cannot read raises :class:`~ajedrez.client.errors.ProtocolError`.
+
+Events (docs/protocol.md section 6): after :meth:`Client.even` the connection streams the
+user's events, replies of class 6xx, while it still takes every command. The reader sets
+every 6xx aside while it waits for a command's answer, so a command sent on a streaming
+connection gets its own answer; :meth:`Client.next_event` hands out what was set aside,
+then what arrives.
+
+>>> with Client("127.0.0.1", 1995) as c:           # doctest: +SKIP
+...     c.login("ana", "a secret")
+...     for item in c.events(cursor=0):
+...         print(item)
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import socket
 import ssl
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from ajedrez.client.errors import (
     ConnectionLost,
+    MalformedEvent,
     NoMoreMoves,
     NotEspol,
     ProtocolError,
@@ -35,6 +48,7 @@ from ajedrez.client.errors import (
 )
 from ajedrez.protocol import records
 from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.events import EventRecord, parse_event
 from ajedrez.protocol.fields import format_fecha, format_partida, partida
 from ajedrez.protocol.framing import HEADER, MAX_DATA
 from ajedrez.protocol.records import (
@@ -54,13 +68,21 @@ from ajedrez.protocol.records import (
 from ajedrez.protocol.timecontrol import parse_control
 
 __all__ = [
+    "CHANNEL_OBSERVERS",
+    "CHANNEL_PLAYERS",
     "DEFAULT_PORT",
     "Changes",
+    "ChatMessage",
     "Client",
     "Response",
+    "Seek",
+    "StreamItem",
+    "StreamMark",
     "Trace",
+    "Transport",
     "game_id",
     "parse_challenger",
+    "parse_chat_message",
     "parse_clock_status",
     "parse_game_status",
     "parse_game_summary",
@@ -69,7 +91,9 @@ __all__ = [
     "parse_open_challenge",
     "parse_rank_entry",
     "parse_removal",
+    "parse_seek",
     "reply_header",
+    "stream_item",
 ]
 
 # docs/protocol.md section 1. The server's own constant lives in its settings, which a
@@ -121,6 +145,105 @@ LEAVE_START = "I"
 LEAVE_END = "F"
 LEAVE_STATUS = "E"
 MAX_LEAVE_DAYS = 366
+
+
+# CHLE's canal: the players' channel (jugadores) and the observers' (observadores).
+CHANNEL_PLAYERS = "J"
+CHANNEL_OBSERVERS = "O"
+_SQUARE = re.compile(r"[a-h][1-8]")
+
+
+class ChatMessage(NamedTuple):
+    """One message of CHLE: when (``ms``), its channel (J players, O observers), the ply
+    it followed (0: before the first move), who said it, and what."""
+
+    at_ms: int
+    channel: str
+    ply: int
+    user: str
+    text: str
+
+
+def parse_chat_message(record: str) -> ChatMessage:
+    """``<ms>:<canal>:<#jugada>:<usuario>:<texto>``; the text is the rest and may hold ':'."""
+    f = record.split(":", 4)
+    if (
+        len(f) != 5
+        or not f[0].isdigit()
+        or f[1] not in (CHANNEL_PLAYERS, CHANNEL_OBSERVERS)
+        or not f[2].isdigit()
+        or not f[3]
+    ):
+        raise ProtocolError(f"malformed chat message {record!r}")
+    return ChatMessage(int(f[0]), f[1], int(f[2]), f[3], f[4])
+
+
+class Seek(NamedTuple):
+    """A waiting seek of BUSL: who seeks, with which time control."""
+
+    user: str
+    control: str
+
+
+def parse_seek(record: str) -> Seek:
+    user, sep, control = record.partition(":")
+    if not sep or not user or not control:
+        raise ProtocolError(f"malformed seek {record!r}")
+    return Seek(user, control)
+
+
+@dataclass(frozen=True)
+class StreamMark:
+    """A reply of the event stream that is not an event: ``601 V_ALDIA`` (everything up to
+    now was sent), ``602 V_HUECO`` (events were discarded: sync by fecha) or ``603
+    V_LATIDO`` (still alive), each with the cursor a client may store."""
+
+    code: int
+    cursor: int
+
+    @property
+    def caught_up(self) -> bool:
+        return self.code == Reply.V_ALDIA
+
+    @property
+    def gap(self) -> bool:
+        return self.code == Reply.V_HUECO
+
+    @property
+    def heartbeat(self) -> bool:
+        return self.code == Reply.V_LATIDO
+
+
+StreamItem = EventRecord | StreamMark
+_MARKS = (Reply.V_ALDIA, Reply.V_HUECO, Reply.V_LATIDO)
+
+
+def stream_item(code: int, data: str) -> StreamItem | None:
+    """A 6xx reply as the stream's item; None for a 6xx this library does not know (a
+    newer server's), which a reader skips. :class:`MalformedEvent` when it cannot be read."""
+    if code == Reply.V_EVENTO:
+        try:
+            return parse_event(data)
+        except MalformedRecord as e:
+            head = data.split(":", 1)[0]
+            raise MalformedEvent(str(e), data, int(head) if head.isdigit() else None) from None
+    if code in _MARKS:
+        if not data.isdigit():
+            raise MalformedEvent(f"reply {code}: {data!r} is not a cursor", data, None)
+        return StreamMark(code, int(data))
+    return None
+
+
+class Transport(Protocol):
+    """What :class:`Client` reads and writes: a connected socket, or a test's stand-in."""
+
+    def sendall(self, data: bytes, /) -> None: ...
+
+    def recv(self, bufsize: int, /) -> bytes: ...
+
+    def settimeout(self, value: float | None, /) -> None: ...
+
+    def close(self) -> None: ...
 
 
 def reply_header(head: bytes) -> tuple[int, bool, int]:
@@ -212,37 +335,45 @@ class Client:
         connect_timeout: float = 10.0,
         trace: Trace | None = None,
         tls: ssl.SSLContext | None = None,
+        transport: Transport | None = None,
     ) -> None:
-        """``tls``: speak to the server's TLS listener, verifying it with this context."""
+        """``tls``: speak to the server's TLS listener, verifying it with this context.
+        ``transport``: speak over this connection instead of opening one (tests)."""
         self.host = host
         self.port = port
         self.user: str | None = None
         self.sent: Counter[str] = Counter()
         self.plies_fetched = 0
         self.unknown: set[str] = set()
+        self.streaming = False  # EVEN was answered on this connection
         self._trace = trace
         self._buf = bytearray()
+        self._events: deque[tuple[int, str]] = deque()  # 6xx set aside while a command waited
         self._answered = False  # a well-formed reply came: the other end speaks ESPOL
         self._timeout = timeout
+        self._sock: Transport | None
+        if transport is not None:
+            self._sock = transport
+            transport.settimeout(timeout)
+            return
         try:
-            self._sock: socket.socket | None = socket.create_connection(
-                (host, port), timeout=connect_timeout
-            )
+            sock = socket.create_connection((host, port), timeout=connect_timeout)
         except TimeoutError:
             raise Unreachable(host, port, f"no answer within {connect_timeout:g} s") from None
         except socket.gaierror as e:
             raise Unreachable(host, port, f"unknown host ({e.strerror})") from None
         except OSError as e:
             raise Unreachable(host, port, (e.strerror or str(e)).lower()) from None
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls is not None:
             try:
-                self._sock = tls.wrap_socket(self._sock, server_hostname=host)
+                sock = tls.wrap_socket(sock, server_hostname=host)
             except (ssl.SSLError, OSError) as e:
-                self._sock.close()
+                sock.close()
                 why = getattr(e, "reason", None) or e.strerror or str(e)
                 raise Unreachable(host, port, f"TLS handshake failed: {why}") from None
-        self._sock.settimeout(timeout)
+        sock.settimeout(timeout)
+        self._sock = sock
 
     # -- plumbing ------------------------------------------------------------------
 
@@ -320,8 +451,14 @@ class Client:
         return code, more, text
 
     def read_response(self) -> Response:
-        """Read every part of one answer (until a part with flag 0)."""
+        """Read every part of one answer (until a part with flag 0). Events that come
+        first are set aside for :meth:`next_event`: they may arrive between two answers,
+        never inside one."""
         code, more, text = self._read_part()
+        while code // 100 == 6:
+            self._log(f"< {code} {_short([text])} (set aside)")
+            self._events.append((code, text))
+            code, more, text = self._read_part()
         parts = [text]
         while more:
             code2, more, text = self._read_part()
@@ -334,11 +471,20 @@ class Client:
         )
         return Response(code, parts)
 
-    def request(self, code: str, *fields: str, shown: Sequence[str] | None = None) -> Response:
-        """Send one command and return its answer; a non-success reply raises."""
+    def request(
+        self,
+        code: str,
+        *fields: str,
+        shown: Sequence[str] | None = None,
+        rest: str | None = None,
+    ) -> Response:
+        """Send one command and return its answer; a non-success reply raises. ``rest``:
+        a last field that may hold ':' (CHAT's text), which only CR and LF would break."""
         for value in fields:
             _field(value, f"{code} field")
-        line = ":".join([code, *fields])
+        if rest is not None and ("\r" in rest or "\n" in rest):
+            raise ValueError(f"{code}: the text cannot contain CR or LF")
+        line = ":".join([code, *fields, *(() if rest is None else (rest,))])
         display = ":".join([code, *shown]) if shown is not None else line
         self.sent[code] += 1
         self._send_line(line, display)
@@ -348,6 +494,81 @@ class Client:
                 self.unknown.add(code)
             raise reply_error(response.code, response.text)
         return response
+
+    # -- the event stream ------------------------------------------------------------
+
+    def even(self, cursor: int | None = None) -> int:
+        """EVEN[:cursor]: stream the user's events after ``cursor`` (0: every event the
+        server keeps; None: from now on). Returns the cursor the stream follows (219).
+        Events of an earlier stream not yet read stay queued ahead of the new stream's:
+        an event may come twice, none is dropped."""
+        if cursor is not None and cursor < 0:
+            raise ValueError("an event cursor is 0 or more")
+        r = self.request("EVEN") if cursor is None else self.request("EVEN", str(cursor))
+        if not r.text.isdigit():
+            raise ProtocolError(f"EVEN answered {r.text!r}, not a cursor")
+        self.streaming = True
+        return int(r.text)
+
+    def next_event(self, wait: float | None = None) -> StreamItem | None:
+        """The stream's next item: an :class:`~ajedrez.protocol.events.EventRecord`
+        (600), or a :class:`StreamMark` (601, 602, 603). Those set aside while a command
+        waited come first. None when ``wait`` seconds pass with nothing (None: wait as
+        long as it takes). A 6xx this library does not know is skipped; an unreadable
+        event raises :class:`~ajedrez.client.errors.MalformedEvent` and the stream goes
+        on."""
+        while True:
+            if self._events:
+                item = stream_item(*self._events.popleft())
+            else:
+                if not self._wait_for_data(wait):
+                    return None
+                code, _more, text = self._read_part()
+                if code // 100 != 6:
+                    self.close()
+                    raise ProtocolError(f"reply {code} came with no command waiting for it")
+                self._log(f"< {code} {_short([text])}")
+                item = stream_item(code, text)
+            if item is not None:
+                return item
+
+    def events(self, cursor: int | None = None) -> Iterator[StreamItem]:
+        """EVEN[:cursor], then every item of the stream as it comes, for as long as the
+        connection lasts. Commands may be sent between two items."""
+        self.even(cursor)
+        while True:
+            item = self.next_event()
+            if item is not None:
+                yield item
+
+    def ping(self) -> None:
+        """A command with no effect (HELP:QUIT), to learn that a quiet connection still
+        works: ConnectionLost when it does not answer within the timeout."""
+        self.request("HELP", "QUIT")
+
+    def _wait_for_data(self, wait: float | None) -> bool:
+        """True once reply bytes are held; False when ``wait`` seconds pass with none, the
+        connection still usable."""
+        if self._buf:
+            return True
+        if self._sock is None:
+            raise ConnectionLost("the connection is closed")
+        self._sock.settimeout(wait)
+        try:
+            chunk = self._sock.recv(65536)
+        except TimeoutError:
+            return False
+        except OSError as e:
+            self.close()
+            raise ConnectionLost(f"the connection broke: {e}") from None
+        finally:
+            if self._sock is not None:
+                self._sock.settimeout(self._timeout)
+        if not chunk:
+            self.close()
+            raise ConnectionLost("the server closed the connection")
+        self._buf += chunk
+        return True
 
     # -- session -------------------------------------------------------------------
 
@@ -485,8 +706,80 @@ class Client:
     def finp(self, game: str, opponent: str) -> None:
         self.request("FINP", game_id(game), opponent)
 
-    def pgnx(self, game: str) -> str:
-        return "\n".join(self.request("PGNX", game_id(game)).parts) + "\n"
+    def pgnx(self, game: str, *, chat: bool = False) -> str:
+        """The game as PGN; with ``chat`` (``PGNX:<partida>:1``) the messages the caller
+        may read as comments."""
+        fields = (game_id(game), "1") if chat else (game_id(game),)
+        return "\n".join(self.request("PGNX", *fields).parts) + "\n"
+
+    # -- live play -----------------------------------------------------------------
+
+    def obsv(self, game: str) -> str:
+        """Observe a game (its events reach this user's stream until :meth:`obsf`)."""
+        return self.request("OBSV", game_id(game)).text
+
+    def obsf(self, game: str) -> str:
+        """Stop observing a game."""
+        return self.request("OBSF", game_id(game)).text
+
+    def obsl(self, game: str) -> list[str]:
+        """Who observes a game, sorted by name."""
+        return self.request("OBSL", game_id(game)).records()
+
+    def chat(self, game: str, text: str) -> None:
+        """Say ``text`` in a game (it may hold ':'): to the players' channel from a
+        player, to the observers' from an observer."""
+        if not text:
+            raise ValueError("a chat message needs some text")
+        self.request("CHAT", game_id(game), rest=text)
+
+    def chle(self, game: str, fecha: int = 0) -> Changes[ChatMessage]:
+        """The game's messages since ``fecha`` that the caller may read, oldest first,
+        and the fecha to send next time."""
+        lines = "\n".join(self.request("CHLE", game_id(game), format_fecha(fecha)).parts)
+        head, *records = lines.split("\n")
+        if not head.isdigit():
+            raise ProtocolError(f"CHLE answer does not start with a fecha: {head!r}")
+        return Changes(int(head), [parse_chat_message(r) for r in records if r])
+
+    def busc(self, control: str, *, private: bool = False) -> str | None:
+        """Seek a game with that time control (``none``: no clock). The new game's id when
+        paired at once, else None: the seek waits."""
+        fields = (_control(control), "1") if private else (_control(control),)
+        gid = self.request("BUSC", *fields).text
+        if not gid:
+            return None
+        try:
+            partida(gid)
+        except ValueError:
+            raise ProtocolError(f"BUSC answered {gid!r}, not a game id") from None
+        return gid
+
+    def busl(self) -> list[Seek]:
+        """Every waiting seek, oldest first, the caller's own included."""
+        return [parse_seek(r) for r in self.request("BUSL").records()]
+
+    def busr(self, control: str | None = None) -> None:
+        """Withdraw the caller's seek for ``control``, or every one of them."""
+        if control is None:
+            self.request("BUSR")
+        else:
+            self.request("BUSR", _control(control))
+
+    def hovr(self, game: str, square: str) -> list[str]:
+        """The squares the piece on ``square`` may move to now, sorted a1..h8; empty when
+        it has none (or the square is empty, or not the side to move's)."""
+        if not _SQUARE.fullmatch(square):
+            raise ValueError(f"invalid square {square!r}: a file a-h and a rank 1-8, as e2")
+        return self.request("HOVR", game_id(game), square).records()
+
+    def atrs(self, game: str, opponent: str) -> None:
+        """Ask the opponent to take back the caller's last move."""
+        self.request("ATRS", game_id(game), opponent)
+
+    def ratr(self, game: str, accept: bool, opponent: str) -> None:
+        """Answer the opponent's takeback request."""
+        self.request("RATR", game_id(game), "S" if accept else "N", opponent)
 
     # -- time ----------------------------------------------------------------------
 

@@ -250,12 +250,13 @@ def cmd_ranking(app: App) -> int:
 
 
 def cmd_export(app: App) -> int:
-    if app.args.from_server:
+    if app.args.from_server or app.args.chat:
+        # The local data holds no chat: the messages come with the server's PGN.
         cache = app.open_cache(create=True)
         gid = app.resolve_game(cache, app.args.game)
         cache.close()
         with app.session() as client:
-            text = client.pgnx(gid)
+            text = client.pgnx(gid, chat=app.args.chat)
     else:
         with app.open_cache(create=app.args.sync) as cache:
 
