@@ -135,4 +135,4 @@ def test_a_cache_of_schema_1_is_brought_up_to_date(tmp_path):
             assert cache.mark_removed("P0000001", when=20)
             assert not cache.mark_removed("P0000001", when=30)  # not news twice
         assert cache.game("P0000001").removed_at == 20  # type: ignore[union-attr]
-        assert cache.get_meta("schema") == "3"
+        assert cache.get_meta("schema") == "4"

@@ -445,13 +445,61 @@ def test_paused_keeps_a_later_start():
 
 def test_extended_gives_the_running_side_time():
     row = started(TEN_MINUTES)
-    assert clocks.extended(row, HOUR_MS) == ClockValues(
-        10 * MINUTE_MS + HOUR_MS, 10 * MINUTE_MS, S, S + 10 * MINUTE_MS + HOUR_MS
+    now = S + MINUTE_MS
+    assert clocks.extended(row, HOUR_MS, now) == ClockValues(
+        10 * MINUTE_MS + HOUR_MS, 10 * MINUTE_MS, S, S + 10 * MINUTE_MS + HOUR_MS, now
     )
     row = row.then(next_ply=2)
-    assert clocks.extended(row, DAY_MS) == ClockValues(
-        10 * MINUTE_MS, 10 * MINUTE_MS + DAY_MS, S, S + 10 * MINUTE_MS + DAY_MS
+    assert clocks.extended(row, DAY_MS, now) == ClockValues(
+        10 * MINUTE_MS, 10 * MINUTE_MS + DAY_MS, S, S + 10 * MINUTE_MS + DAY_MS, now
     )
+
+
+# -- clock warnings (AVISO_RELOJ) ------------------------------------------------------------
+
+
+def test_a_short_turn_is_warned_once_at_a_tenth_of_its_bank():
+    deadline = S + 10 * MINUTE_MS
+    assert clocks.next_warning(S, deadline, S - 1) == deadline - MINUTE_MS
+    assert clocks.next_warning(S, deadline, deadline - MINUTE_MS) is None
+
+
+def test_a_turn_of_days_is_warned_a_day_before_and_at_a_tenth():
+    deadline = S + 3 * DAY_MS
+    tenth = deadline - 3 * DAY_MS // 10  # 7.2 hours before
+    assert clocks.next_warning(S, deadline, S - 1) == deadline - DAY_MS
+    assert clocks.next_warning(S, deadline, deadline - DAY_MS) == tenth
+    assert clocks.next_warning(S, deadline, tenth) is None
+
+
+def test_a_long_turn_gets_the_tenth_first():
+    deadline = S + 50 * DAY_MS
+    assert clocks.next_warning(S, deadline, S - 1) == deadline - 5 * DAY_MS
+    assert clocks.next_warning(S, deadline, deadline - 5 * DAY_MS) == deadline - DAY_MS
+
+
+def test_a_turn_of_exactly_a_day_gets_only_the_tenth():
+    deadline = S + DAY_MS
+    assert clocks.next_warning(S, deadline, S - 1) == deadline - DAY_MS // 10
+    assert clocks.next_warning(S, deadline, deadline - DAY_MS // 10) is None
+
+
+def test_new_clock_values_carry_their_first_warning():
+    values = clocks.start(THREE_DAYS, S, None)
+    assert values.warn_at_ms == S + 2 * DAY_MS
+    assert values.columns()["warn_at_ms"] == S + 2 * DAY_MS
+    assert ClockValues(0, 0, S, None).warn_at_ms is None
+
+
+def test_an_extension_does_not_repeat_the_warnings_already_due():
+    row = started(TEN_MINUTES)
+    now = S + 9 * MINUTE_MS + 30 * SECOND_MS  # past the tenth: it was warned
+    values = clocks.extended(row, MINUTE_MS, now)
+    assert values.warn_at_ms == S + 9 * MINUTE_MS + 54 * SECOND_MS  # a tenth of 11 minutes
+    values = clocks.extended(row, 10 * SECOND_MS, now)  # its tenth (S + 9:29) is past
+    assert values.warn_at_ms is None
+    values = clocks.extended(row, 10 * MINUTE_MS, now)
+    assert values.warn_at_ms == S + 20 * MINUTE_MS - 2 * MINUTE_MS
 
 
 def test_expired_at_the_deadline_not_a_millisecond_before():

@@ -191,3 +191,47 @@ def test_games_purge_is_audited(cli, private_db):
     r = cli("audit", url=url)
     assert_ok(r)
     assert r.out.splitlines()[-1].split()[2:5] == [getpass.getuser(), "games", "purge"]
+
+
+# -- games chat ----------------------------------------------------------------------------
+
+
+def a_game(database: Database) -> tuple[Games, list[int], int]:
+    """ana (black) and bea (white) play a game; carla exists. (Games, their ids, game)."""
+    accounts, games = Accounts(database), Games(database)
+    for name in ("ana", "bea", "carla"):
+        accounts.add_user(name, PASSWORD)
+    users = [accounts.login(n, PASSWORD).id for n in ("ana", "bea", "carla")]
+    games.challenge(users[0], "bea")
+    return games, users, games.accept(users[1], "B", "ana")
+
+
+def test_games_chat_prints_both_channels_and_is_audited(cli, private_db):
+    url, database = private_db
+    games, (ana, bea, carla), game = a_game(database)
+    play(games, bea, game, MoveRecord(1, "e2e4", 0, "1228", 0))
+    games.live.observe(carla, game)
+    games.live.say(ana, game, "buena suerte: ¡a jugar!")
+    games.live.say(carla, game, "e4, \u202eclassic")
+
+    r = cli("games", "chat", pid(game), url=url)
+    assert_ok(r)
+    lines = r.out.splitlines()
+    assert lines[0].split() == ["WHEN", "(UTC)", "CH", "PLY", "WHO", "TEXT"]
+    assert lines[1].split()[2:] == ["J", "1", "ana", "buena", "suerte:", "¡a", "jugar!"]
+    # Stored text cannot reorder the listing: the override shows as an escape.
+    assert lines[2].split()[2:] == ["O", "1", "carla", "e4,", "\\u202eclassic"]
+    entries = audit.entries(database, None)
+    assert (entries[-1].action, entries[-1].target) == ("games chat", pid(game))
+    assert entries[-1].actor == getpass.getuser()
+
+    r = cli("games", "chat", "P9999999", url=url)
+    assert_error(r, 1, "P9999999")
+
+
+def test_games_chat_of_a_game_without_messages(cli, private_db):
+    url, database = private_db
+    _games, _users, game = a_game(database)
+    r = cli("games", "chat", str(game), url=url)
+    assert_ok(r)
+    assert r.out.strip() == "no messages"

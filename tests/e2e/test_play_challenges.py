@@ -99,7 +99,8 @@ def test_challenge_failures(login, new_user, accounts):
     # Malformed lines fail and the session goes on.
     assert ca.cmd("JUEG:bad name").code == 802
     assert ca.cmd("JUEG").code == 801
-    assert ca.cmd(f"JUEG:{b}:3d:{a}").code == 801
+    assert ca.cmd(f"JUEG:{b}:3d:1:{a}").code == 801
+    assert ca.cmd(f"JUEG:{b}:3d:{a}").code == 802  # privada is 1 or 0
     assert ca.cmd(f"JUEG:{b}:{a}").code == 802  # not a time control
     # Once the game is over the two may play again.
     assert cb.cmd(f"REND:{pid}:{a}").code == 211

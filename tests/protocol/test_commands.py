@@ -324,7 +324,7 @@ class TestCodes:
         assert Reply.F_NOUSER == 814
 
     def test_symbolic_names_match_class(self):
-        prefix = {"success": "S_", "error": "E_", "failure": "F_"}
+        prefix = {"success": "S_", "error": "E_", "event": "V_", "failure": "F_"}
         for c in Reply:
             assert c.name.startswith(prefix[reply_class(c)]), c
             assert 100 <= c <= 999
@@ -336,6 +336,8 @@ class TestCodes:
         assert reply_class(500) == "error"
         assert reply_class(800) == "failure"
         assert reply_class(999) == "failure"
-        for bad in (0, 600, 700):
+        assert reply_class(600) == "event"
+        assert reply_class(699) == "event"
+        for bad in (0, 700, 1000):
             with pytest.raises(ValueError):
                 reply_class(bad)

@@ -19,7 +19,7 @@ def test_every_reply_code_is_documented_with_its_name() -> None:
 
 def test_code_names_match_their_class() -> None:
     for r in Reply:
-        expected = {"success": "S_", "error": "E_", "failure": "F_"}[reply_class(r)]
+        expected = {"success": "S_", "error": "E_", "event": "V_", "failure": "F_"}[reply_class(r)]
         assert r.name.startswith(expected), r
 
 

@@ -45,7 +45,7 @@ def test_unknown_command_keeps_the_session(me, line):
     "line",
     [
         "JUEG",
-        "JUEG:a:3d:x",
+        "JUEG:a:3d:1:x",
         "TRAN",
         "TRAN:0:1:x",
         "SOLI:1:x",

@@ -462,3 +462,68 @@ def test_the_next_deadline_query_uses_its_index(store):
             plan = "\n".join(str(row[0]) for row in c.exec_driver_sql(f"EXPLAIN {sql}"))
             assert "using ix_games_deadline" in plan, plan
             assert "Seq Scan" not in plan and "Sort" not in plan, plan
+
+
+# -- clock warnings (AVISO_RELOJ) ---------------------------------------------------------------
+
+
+def stored_events(db: Database, kind: str) -> list[tuple[int | None, str]]:
+    """(recipient, data) of the stored events of ``kind``, in order."""
+    with db.engine.connect() as c:
+        rows = c.execute(
+            text("SELECT user_a, data FROM events WHERE kind = :k ORDER BY id"), {"k": kind}
+        ).all()
+    return [(r.user_a, r.data) for r in rows]
+
+
+def test_clock_warnings_go_once_each_to_the_player_to_move(store):
+    white, [(game, black)] = store.games_against("3d", 1)
+    pid = f"P{game:07d}"
+    name = {white: None, black: None}
+    with store.db.engine.connect() as c:
+        for uid in name:
+            name[uid] = c.scalar(select(User.name).where(User.id == uid))
+    deadline = S + 3 * DAY_MS
+    assert store.time.next_warning() == deadline - DAY_MS
+
+    store.clock.now = deadline - DAY_MS - 1
+    assert store.time.warn_due() == []
+    store.clock.now = deadline - DAY_MS
+    assert store.time.warn_due() == [(game, name[white])]
+    assert store.time.warn_due() == []  # once
+    assert stored_events(store.db, "AVISO_RELOJ") == [
+        (white, f"{pid}:{name[white]}:{DAY_MS}:{deadline}")
+    ]
+    tenth = deadline - 3 * DAY_MS // 10
+    assert store.time.next_warning() == tenth
+    store.clock.now = tenth + 5 * SECOND_MS  # the scheduler was late: the time left is told
+    assert store.time.warn_due() == [(game, name[white])]
+    assert store.time.next_warning() is None  # nothing left this turn
+    assert stored_events(store.db, "AVISO_RELOJ")[-1] == (
+        white,
+        f"{pid}:{name[white]}:{3 * DAY_MS // 10 - 5 * SECOND_MS}:{deadline}",
+    )
+
+    store.play([(white, game, E2E4)])  # black's turn: a day before its own deadline
+    moved = store.clock.now
+    assert store.time.next_warning() == moved + 2 * DAY_MS
+    store.clock.now = moved + 2 * DAY_MS
+    assert store.time.warn_due() == [(game, name[black])]
+    assert stored_events(store.db, "AVISO_RELOJ")[-1][0] == black
+
+
+def test_a_game_that_ends_is_not_warned(store):
+    white, [(game, black), (other, _black)] = store.games_against("10m", 2)
+    store.clock.now = S + 8 * MINUTE_MS
+    store.games.resign(black, game, _name(store.db, white))
+    assert store.time.next_warning() == S + 9 * MINUTE_MS  # the other game's
+    store.clock.now = S + 9 * MINUTE_MS
+    assert [g for g, _player in store.time.warn_due()] == [other]
+    store.clock.now = S + 10 * MINUTE_MS
+    assert [g for g, _reason in store.time.flag_due()] == [other]
+    assert store.time.next_warning() is None
+
+
+def _name(db: Database, user_id: int) -> str:
+    with db.engine.connect() as c:
+        return str(c.scalar(select(User.name).where(User.id == user_id)))

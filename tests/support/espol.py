@@ -21,7 +21,7 @@ class Reply:
     @property
     def kind(self) -> str:
         first = self.code // 100
-        return {1: "S", 2: "S", 3: "S", 4: "E", 5: "E", 8: "F", 9: "F"}[first]
+        return {1: "S", 2: "S", 3: "S", 4: "E", 5: "E", 6: "V", 8: "F", 9: "F"}[first]
 
 
 class Closed(Exception):

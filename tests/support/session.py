@@ -60,12 +60,13 @@ async def answer_async(session: Session, line: bytes) -> Answer:
     data = b"".join(outcome.replies)
     close = outcome.close
     later = outcome.later
-    if later is not None:
+    while later is not None:  # an observer's STAT takes a second read
         with contextlib.suppress(Exception):  # settled() turns a failure into its reply
             await later.work
         final = session.settled(later, later.work)
         data += b"".join(final.replies)
         close = close or final.close
+        later = final.later
     return Answer(data, close)
 
 
