@@ -38,9 +38,20 @@ from ajedrez.store.db import Database
 from ajedrez.store.migrate import is_current, upgrade
 from ajedrez.store.urls import BadURL, parse_url, redact, resolve_url, sqlite_file
 
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
-EXIT_DATABASE = 3
+from . import backup, check, espol_import, schema
+from .common import (
+    EXIT_DATABASE,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    AdminError,
+    actor,
+    asks,
+    confirm,
+    count,
+    one_line,
+    shown,
+)
+
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"([0-9]{1,6})([smhd])")
 # As the client accepts them: P0000012, p12 or 12.
@@ -64,12 +75,6 @@ NAME_EPILOG = (
 )
 
 
-class AdminError(Exception):
-    def __init__(self, message: str, status: int = EXIT_REFUSED) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 class _Parser(argparse.ArgumentParser):
     """Usage errors as one line on stderr, like every other error of this command."""
 
@@ -85,7 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--database-url", help="SQLAlchemy URL (default as for ajedrez-server)")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     top = p.add_subparsers(
-        dest="area", required=True, metavar="{db,users,subs,games,audit}", parser_class=_Parser
+        dest="area",
+        required=True,
+        metavar="{db,users,subs,games,import,audit}",
+        parser_class=_Parser,
     )
 
     db = top.add_parser("db", help="the database schema").add_subparsers(
@@ -98,6 +106,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="create the SQLite file (and its directories) if there is none",
     )
     up.set_defaults(created=None)
+    down = db.add_parser(
+        "downgrade",
+        help="take the schema back to an earlier migration (before running an older release)",
+    )
+    down.add_argument(
+        "revision", help="the migration to go back to: 0005, or 0005_clocks_and_leave"
+    )
+    down.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    backup = db.add_parser(
+        "backup", help="copy the database to FILE while the server runs (consistent)"
+    )
+    backup.add_argument("file", help="the backup to write; it must not exist yet")
+    restore = db.add_parser(
+        "restore", help="replace the database with a backup (only with no server using it)"
+    )
+    restore.add_argument("file", help="a file written by 'ajedrez-admin db backup'")
+    restore.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    db.add_parser(
+        "check",
+        help="check integrity, schema version and every game (exit 1 when a problem is found)",
+    )
 
     name_help = "the account's name (after '--' when it starts with '-')"
     password_help = (
@@ -162,6 +191,15 @@ def build_parser() -> argparse.ArgumentParser:
     extend.add_argument("--all", action="store_true", help="every game whose clock runs")
     extend.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
+    imports = top.add_parser("import", help="bring data in from other servers").add_subparsers(
+        dest="action", required=True
+    )
+    espol = imports.add_parser(
+        "espol",
+        help="accounts, games, challenges and subscription requests of a 1995 ESPOL server",
+    )
+    espol.add_argument("path", help="the old server's data directory, or its server.cfg")
+
     trail = top.add_parser("audit", help="changes made with ajedrez-admin, newest last")
     trail.add_argument("--limit", metavar="N", type=_positive, help="only the newest N")
     trail.set_defaults(action="list")
@@ -196,10 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         url = parse_url(resolve_url(args.database_url), _url_source(args.database_url))
-        handler = COMMANDS[(args.area, args.action)]
+        key = (args.area, args.action)
+        if key in URL_COMMANDS:  # they open (or replace) the database themselves
+            URL_COMMANDS[key](url, args)
+            return 0
+        handler = COMMANDS[key]
         db = _open(url, args)
         try:
-            if (args.area, args.action) != ("db", "upgrade") and not is_current(db):
+            if key not in ANY_SCHEMA and not is_current(db):
                 raise AdminError(
                     "the database schema is not up to date: run 'ajedrez-admin db upgrade'",
                     EXIT_DATABASE,
@@ -220,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         return _error(args, "interrupted", EXIT_REFUSED)
     except Exception as e:
         shown = redact(resolve_url(args.database_url))
-        return _error(args, f"cannot use the database {shown}: {_one_line(e)}", EXIT_DATABASE)
+        return _error(args, f"cannot use the database {shown}: {one_line(e)}", EXIT_DATABASE)
     return 0
 
 
@@ -229,11 +271,6 @@ def _error(args: argparse.Namespace, message: str, status: int) -> int:
         traceback.print_exc()
     print(f"ajedrez-admin: {message}", file=sys.stderr)
     return status
-
-
-def _one_line(e: BaseException) -> str:
-    text = str(getattr(e, "orig", None) or e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _url_source(cli_value: str | None) -> str:
@@ -267,33 +304,9 @@ def _open(url: URL, args: argparse.Namespace) -> Database:
                 "to create both",
                 EXIT_DATABASE,
             )
-        _confirm(f"{missing}. Create a new, empty database there?")
+        confirm(f"{missing}. Create a new, empty database there?")
     args.created = path
     return Database(url, pool_size=2, create=True)
-
-
-def _asks(args: argparse.Namespace) -> bool:
-    """Should a change be confirmed first? On a terminal, unless ``--yes``; scripts (no
-    terminal) go on without a question, as they always have."""
-    return not args.yes and sys.stdin.isatty()
-
-
-def _confirm(question: str) -> None:
-    """Ask on the terminal; any answer but yes refuses, before anything has changed."""
-    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
-    answer = sys.stdin.readline()
-    if not answer.endswith("\n"):
-        print(file=sys.stderr)  # end of input: the error must not share the prompt's line
-    if answer.strip().lower() not in ("y", "yes"):
-        raise AdminError("not confirmed: nothing changed", EXIT_REFUSED)
-
-
-def _actor() -> str:
-    """Who runs this command, for the audit trail: the operating-system user."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):  # a uid without a name (some containers)
-        return f"uid {os.getuid()}"
 
 
 def _read_password(name: str) -> str:
@@ -327,13 +340,6 @@ def _checked(parse: Callable[[str], object], value: str) -> str:
     return value
 
 
-def _shown(text: str) -> str:
-    """Stored text for a listing's line: what is not printable (U+202E, a line
-    separator, a control character) as an escape such as \\u202e, so that no stored
-    text, however old, can reorder or forge a row."""
-    return values.escaped(text)
-
-
 def _date(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M")
 
@@ -345,11 +351,6 @@ def _moment(ms: int) -> str:
 def _span(seconds: int) -> str:
     """Seconds in the largest unit that holds them exactly: ``2h``, ``1d``, ``90m``."""
     return format_duration(seconds * 1000)
-
-
-def _count(n: int, thing: str) -> str:
-    """``no games``, ``1 game``, ``2 games``."""
-    return f"{n or 'no'} {thing}{'' if n == 1 else 's'}"
 
 
 def _game_list(ids: list[int]) -> str:
@@ -370,7 +371,7 @@ def db_upgrade(db: Database, args: argparse.Namespace) -> None:
             "accounts whose names differ only in case (all keep working; the first holds the name):"
         )
         for names in clashes:
-            print("  " + ", ".join(_shown(n) for n in names))
+            print("  " + ", ".join(shown(n) for n in names))
 
 
 def users_add(db: Database, args: argparse.Namespace) -> None:
@@ -378,7 +379,7 @@ def users_add(db: Database, args: argparse.Namespace) -> None:
     comment = _checked(values.comentario, args.comment)
     accounts = Accounts(db)
     accounts.check_name_free(name)  # refused before the password is asked for, not after
-    accounts.add_user(name, _read_password(name), comment, by=_actor())
+    accounts.add_user(name, _read_password(name), comment, by=actor())
     print(f"user {name} added")
 
 
@@ -391,24 +392,24 @@ def users_list(db: Database, _args: argparse.Namespace) -> None:
     for u in rows:
         status = "active" if u.active else "closed"
         # '*' is in no user name: the mark cannot be mistaken for part of one.
-        name = _shown(u.name) + ("*" if u.name in clashing else "")
+        name = shown(u.name) + ("*" if u.name in clashing else "")
         print(
-            f"{name:<32}  {status:<8}  {_date(u.admitted_at):<16}  {u.wins:>5}  {_shown(u.comment)}"
+            f"{name:<32}  {status:<8}  {_date(u.admitted_at):<16}  {u.wins:>5}  {shown(u.comment)}"
         )
     if clashes:
-        groups = "; ".join(" = ".join(_shown(n) for n in names) for names in clashes)
+        groups = "; ".join(" = ".join(shown(n) for n in names) for names in clashes)
         print(f"* names that differ only in case: {groups}")
 
 
 def users_remove(db: Database, args: argparse.Namespace) -> None:
     name = _checked(values.usuario, args.name)
     accounts = Accounts(db)
-    if _asks(args):
+    if asks(args):
         accounts.check_active(name)  # refused before the question, not after it
-        _confirm(f"close the account of {name}? Its active games are lost, as on resigning.")
-    forfeited = accounts.remove_user(name, by=_actor())
+        confirm(f"close the account of {name}? Its active games are lost, as on resigning.")
+    forfeited = accounts.remove_user(name, by=actor())
     if forfeited:
-        lost = f"{_count(len(forfeited), 'active game')} forfeited: {_game_list(forfeited)}"
+        lost = f"{count(len(forfeited), 'active game')} forfeited: {_game_list(forfeited)}"
     else:
         lost = "no active games"
     print(f"user {name} removed; {lost}")
@@ -416,7 +417,7 @@ def users_remove(db: Database, args: argparse.Namespace) -> None:
 
 def users_passwd(db: Database, args: argparse.Namespace) -> None:
     name = _checked(values.usuario, args.name)
-    Accounts(db).set_password(name, _read_password(name), by=_actor())
+    Accounts(db).set_password(name, _read_password(name), by=actor())
     print(f"password of {name} changed")
 
 
@@ -427,16 +428,16 @@ def subs_list(db: Database, _args: argparse.Namespace) -> None:
         return
     print(f"{'NAME':<32}  {'REQUESTED':<16}  COMMENT")
     for s in pending:
-        print(f"{_shown(s.name):<32}  {_date(s.requested_at):<16}  {_shown(s.comment)}")
+        print(f"{shown(s.name):<32}  {_date(s.requested_at):<16}  {shown(s.comment)}")
 
 
 def subs_approve(db: Database, args: argparse.Namespace) -> None:
-    Accounts(db).approve(_checked(values.usuario, args.name), by=_actor())
+    Accounts(db).approve(_checked(values.usuario, args.name), by=actor())
     print(f"subscription of {args.name} approved")
 
 
 def subs_reject(db: Database, args: argparse.Namespace) -> None:
-    Accounts(db).reject(_checked(values.usuario, args.name), by=_actor())
+    Accounts(db).reject(_checked(values.usuario, args.name), by=actor())
     print(f"subscription of {args.name} rejected")
 
 
@@ -454,10 +455,10 @@ def _print_games(rows: list[GameListing]) -> None:
         result = result_text(g.status == STATUS_FINISHED, g.winner)
         deadline = "-" if g.deadline_ms is None else _moment(g.deadline_ms)
         print(
-            f"{values.format_partida(g.game_id):<8}  {_shown(g.white):<16}  "
-            f"{_shown(g.black):<16}  {status:<8}  {result:<7}  {g.plies:>5}  "
+            f"{values.format_partida(g.game_id):<8}  {shown(g.white):<16}  "
+            f"{shown(g.black):<16}  {status:<8}  {result:<7}  {g.plies:>5}  "
             f"{_date(g.changed_at):<16}  {g.control:<10}  {deadline:<19}  "
-            f"{_shown(g.end_reason or '')}"
+            f"{shown(g.end_reason or '')}"
         )
 
 
@@ -466,35 +467,35 @@ def games_extend(db: Database, args: argparse.Namespace) -> None:
         raise AdminError("name one game, or --all for every game whose clock runs", EXIT_USAGE)
     game_id = None if args.all else _game_id(args.game)
     what = "every game whose clock runs" if game_id is None else values.format_partida(game_id)
-    if _asks(args):
-        _confirm(f"give {_span(args.duration)} to the running clock of {what}?")
-    extended = Games(db).time.extend(game_id, args.duration * 1000, by=_actor())
-    print(f"{_count(len(extended), 'game')} extended by {_span(args.duration)}")
+    if asks(args):
+        confirm(f"give {_span(args.duration)} to the running clock of {what}?")
+    extended = Games(db).time.extend(game_id, args.duration * 1000, by=actor())
+    print(f"{count(len(extended), 'game')} extended by {_span(args.duration)}")
 
 
 def games_purge(db: Database, args: argparse.Namespace) -> None:
     games = Games(db)
-    asks = _asks(args) and not args.dry_run
+    confirming = asks(args) and not args.dry_run
     before = None if args.older_than is None else int(time.time()) - args.older_than
-    if asks and before is None:
+    if confirming and before is None:
         # The question counts the games finished so far; those that finish while the
         # operator reads it are not part of the answer.
         before = int(time.time()) + 1
     cutoff = "" if args.older_than is None else f" (finished before {_date(before or 0)} UTC)"
-    if args.dry_run or asks:
+    if args.dry_run or confirming:
         ids = games.purge_finished(finished_before=before, dry_run=True)
         if args.dry_run:
-            print(f"would remove {_count(len(ids), 'finished game')}{cutoff}")
+            print(f"would remove {count(len(ids), 'finished game')}{cutoff}")
             if ids:
                 chosen = set(ids)
                 _print_games([g for g in games.list_all() if g.game_id in chosen])
             return
         if not ids:
-            print(f"{_count(0, 'finished game')} removed{cutoff}")
+            print(f"{count(0, 'finished game')} removed{cutoff}")
             return
-        _confirm(f"remove {_count(len(ids), 'finished game')}{cutoff} and their moves?")
-    removed = games.purge_finished(finished_before=before, by=_actor())
-    print(f"{_count(len(removed), 'finished game')} removed{cutoff}")
+        confirm(f"remove {count(len(ids), 'finished game')}{cutoff} and their moves?")
+    removed = games.purge_finished(finished_before=before, by=actor())
+    print(f"{count(len(removed), 'finished game')} removed{cutoff}")
 
 
 def games_export(db: Database, args: argparse.Namespace) -> None:
@@ -502,16 +503,16 @@ def games_export(db: Database, args: argparse.Namespace) -> None:
 
 
 def games_chat(db: Database, args: argparse.Namespace) -> None:
-    lines = Games(db).live.chat_log(_game_id(args.game), by=_actor())
+    lines = Games(db).live.chat_log(_game_id(args.game), by=actor())
     if not lines:
         print("no messages")
         return
     print(f"{'WHEN (UTC)':<19}  CH  {'PLY':>4}  {'WHO':<16}  TEXT")
     for line in lines:
-        who = _shown(line.user)
+        who = shown(line.user)
         print(
             f"{_moment(line.at_ms):<19}  {line.channel:<2}  {line.ply:>4}  {who:<16}  "
-            f"{_shown(line.text)}"
+            f"{shown(line.text)}"
         )
 
 
@@ -532,8 +533,8 @@ def audit_list(db: Database, args: argparse.Namespace) -> None:
     print(f"{'WHEN (UTC)':<16}  {'WHO':<16}  {'ACTION':<12}  {'TARGET':<16}  DETAIL")
     for e in rows:
         print(
-            f"{_date(e.at):<16}  {_shown(e.actor):<16}  {_shown(e.action):<12}  "
-            f"{_shown(e.target):<16}  {_shown(e.detail)}"
+            f"{_date(e.at):<16}  {shown(e.actor):<16}  {shown(e.action):<12}  "
+            f"{shown(e.target):<16}  {shown(e.detail)}"
         )
 
 
@@ -552,6 +553,16 @@ COMMANDS: dict[tuple[str, str], Callable[[Database, argparse.Namespace], None]] 
     ("games", "chat"): games_chat,
     ("games", "extend"): games_extend,
     ("audit", "list"): audit_list,
+    ("db", "downgrade"): schema.db_downgrade,
+    ("db", "backup"): backup.db_backup,
+    ("db", "check"): check.db_check,
+    ("import", "espol"): espol_import.import_espol,
+}
+# Commands that work on a database whatever its schema's version.
+ANY_SCHEMA = {("db", "upgrade"), ("db", "downgrade"), ("db", "backup"), ("db", "check")}
+# Commands given the URL instead of an open database.
+URL_COMMANDS: dict[tuple[str, str], Callable[[URL, argparse.Namespace], None]] = {
+    ("db", "restore"): backup.db_restore,
 }
 
 
