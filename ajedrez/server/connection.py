@@ -29,6 +29,7 @@ from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.commands import Runs, runs
 from ajedrez.protocol.framing import OVERLONG, LineBuffer, encode_reply
 from ajedrez.server.espol import Outcome, Session, StreamAsk
+from ajedrez.server.metrics import command_name
 from ajedrez.server.stream import Stream
 from ajedrez.store.eager import when_done
 
@@ -68,6 +69,8 @@ class Connection(asyncio.Protocol):
         self.slot_waiter = lambda: self._guarded(self._slot_ready)
         self.grace_timer: asyncio.TimerHandle | None = None
         self.stream: Stream | None = None  # EVEN: this connection streams events
+        self.protocol = "espol"  # its label in the metrics: espol or espol-tls
+        self.line_in: tuple[str, float] | None = None  # the running line's command, start
 
     @property
     def idle(self) -> bool:
@@ -88,10 +91,15 @@ class Connection(asyncio.Protocol):
         if refusal is not None:
             log.warning("refusing %s: %s", peer, refusal[1])
             self.closing = True
-            transport.write(encode_reply(*refusal))
+            frame = encode_reply(*refusal)
+            self.reactor.metrics.replied([frame])
+            transport.write(frame)
             transport.close()
             return
         self.reactor.joined(self)
+        if transport.get_extra_info("sslcontext") is not None:
+            self.protocol = "espol-tls"
+        self.reactor.metrics.connection_opened(self.protocol)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -117,6 +125,7 @@ class Connection(asyncio.Protocol):
             self.reactor.hub.close(self.stream)
             self.stream = None
         if self.session is not None:  # not a refused one
+            self.reactor.metrics.connection_closed(self.protocol)
             self.reactor.left(self)
 
     def data_received(self, data: bytes) -> None:
@@ -189,9 +198,11 @@ class Connection(asyncio.Protocol):
                 return
             item = self.lines.popleft()
             if item is OVERLONG:
+                self.line_in = ("overlong", self.loop.time())
                 self._send(session.overlong(self.buffer.max_line))
                 continue
             assert isinstance(item, bytes)
+            self.line_in = (command_name(item), self.loop.time())
             where = runs(item)
             if where in (Runs.LOOP, Runs.QUEUE):
                 if self._answer(session.handle_line(item)):
@@ -248,6 +259,7 @@ class Connection(asyncio.Protocol):
         delay = throttle.wait(session.address, user)
         if delay > 0:
             log.info("delaying a login of %r from %s by %.1f s", user, session.peer, delay)
+            self.reactor.metrics.login_delayed(delay)
             self.login_timer = self.loop.call_later(delay, self.slot_waiter)
             self._flow()
             return
@@ -328,8 +340,12 @@ class Connection(asyncio.Protocol):
     def _send(self, outcome: Outcome) -> None:
         session = self.session
         assert session is not None
+        line_in, self.line_in = self.line_in, None
         if self.closing or self.transport is None or self.transport.is_closing():
             return  # the client left while its command ran
+        if line_in is not None:
+            command, started = line_in
+            self.reactor.metrics.answered(command, outcome.replies, self.loop.time() - started)
         if outcome.replies:
             self.transport.write(b"".join(outcome.replies))
         if outcome.stream is not None:
@@ -371,7 +387,9 @@ class Connection(asyncio.Protocol):
         completes unanswered."""
         if self.closing or self.transport is None:
             return
-        self.transport.write(encode_reply(code, reason))
+        frame = encode_reply(code, reason)
+        self.reactor.metrics.replied([frame])
+        self.transport.write(frame)
         self.close()
 
     def close(self) -> None:
@@ -416,7 +434,9 @@ class Connection(asyncio.Protocol):
                 f"at most {self.lim.idle_timeout:g} s between bytes); closing"
             )
             assert self.transport is not None
-            self.transport.write(encode_reply(Reply.F_DEADLINE, reason))
+            frame = encode_reply(Reply.F_DEADLINE, reason)
+            self.reactor.metrics.replied([frame])
+            self.transport.write(frame)
         else:
             log.info("closing idle connection %s", self.who())
         self.close()

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import ipaddress
 import logging
+import shutil
 import signal
 import socket
 import ssl
@@ -18,7 +19,8 @@ from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.games import Games
 from ajedrez.protocol.timecontrol import DAY_MS, parse_control
-from ajedrez.server import loops
+from ajedrez.server import loops, metrics
+from ajedrez.server.monitor import Health, Monitor
 from ajedrez.server.prefork import Listeners, Master, open_listener
 from ajedrez.server.reactor import LISTEN_BACKLOG, Reactor, tls_context
 from ajedrez.server.scheduler import Scheduler
@@ -27,7 +29,7 @@ from ajedrez.server.stream import Hub
 from ajedrez.server.testclock import FileClock
 from ajedrez.store.db import Database
 from ajedrez.store.events import prune_events
-from ajedrez.store.migrate import upgrade
+from ajedrez.store.migrate import current_revision, head_revision, upgrade
 from ajedrez.store.moves import Moves
 from ajedrez.store.urls import BadURL, redact, resolve_url
 from ajedrez.store.writer_process import (
@@ -103,15 +105,76 @@ def main(argv: list[str] | None = None) -> int:
             settings.flag_grace,
         )
     log.info("event loop: %s", settings.event_loop)
+    # Before any process counts anything (metrics.py).
+    counted = None if settings.metrics_port is None else metrics.prepare(settings.metrics_dir)
+    try:
+        return _run(settings, db, url, tls, time, counted)
+    finally:
+        if counted is not None and settings.metrics_dir is None:
+            shutil.rmtree(counted, ignore_errors=True)  # the files of a run that is over
+
+
+def _run(
+    settings: Settings,
+    db: Database,
+    url: str,
+    tls: ssl.SSLContext | None,
+    time: Time,
+    counted: str | None,
+) -> int:
     if settings.workers > 1:
         db.dispose()  # each worker opens its own: no connection may cross a fork
         writer = db.uses_writer_process and settings.writer_process
-        return _serve_workers(settings, url, tls, time, writer_process=writer)
+        return _serve_workers(settings, url, tls, time, counted, writer_process=writer)
+    monitor = None
     try:
-        return loops.run(_serve(settings, db, tls, time, scheduler=True), settings.event_loop)
+        if counted is not None:
+            monitor = _monitor(settings, counted, lambda: _health(db))
+            if monitor is None:
+                return 1
+        serve = _serve(settings, db, tls, time, scheduler=True, metrics_dir=counted)
+        return loops.run(serve, settings.event_loop)
     finally:
+        if monitor is not None:
+            monitor.stop()
         db.dispose()
         log.info("server stopped")
+
+
+def _monitor(settings: Settings, directory: str, health: Health) -> Monitor | None:
+    """The /healthz and /metrics listener, started; None (logged) if it cannot listen."""
+    assert settings.metrics_port is not None
+    try:
+        monitor = Monitor(settings.metrics_host, settings.metrics_port, health, directory)
+    except OSError as e:
+        log.error(
+            "cannot serve metrics on %s:%d: %s",
+            settings.metrics_host,
+            settings.metrics_port,
+            e.strerror or e,
+        )
+        return None
+    monitor.start()
+    return monitor
+
+
+_HEAD: list[str | None] = []  # the newest migration this release knows, read once
+
+
+def _health(db: Database) -> tuple[bool, str]:
+    """/healthz: the database answers and its schema is this release's newest."""
+    if not _HEAD:
+        _HEAD.append(head_revision())
+    try:
+        current = current_revision(db)
+    except Exception as e:
+        return False, f"the database does not answer: {_one_line(e)}"
+    if current != _HEAD[0]:
+        return False, (
+            f"the database schema is at {current}, this release needs {_HEAD[0]}: "
+            "run 'ajedrez-admin db upgrade'"
+        )
+    return True, ""
 
 
 def _log_as(process: str) -> None:
@@ -147,7 +210,13 @@ def _database(url: str, settings: Settings) -> Database:
 
 
 def _serve_workers(
-    settings: Settings, url: str, tls: ssl.SSLContext | None, time: Time, *, writer_process: bool
+    settings: Settings,
+    url: str,
+    tls: ssl.SSLContext | None,
+    time: Time,
+    counted: str | None,
+    *,
+    writer_process: bool,
 ) -> int:
     listeners: Listeners = {}
     ports = [("plain", settings.port)]
@@ -167,15 +236,36 @@ def _serve_workers(
         address = writer_address()
         writer = address, open_writer_listener(address)
 
+    # The master serves /healthz and /metrics for every process: the sum of their files.
+    monitor = None
+    if counted is not None:
+
+        def health() -> tuple[bool, str]:
+            db = _database(url, settings)  # a fresh one: the master keeps no connection
+            try:
+                return _health(db)
+            finally:
+                db.dispose()
+
+        monitor = _monitor(settings, counted, health)
+        if monitor is None:
+            return 1
+
+    def in_child() -> None:
+        if monitor is not None:
+            monitor.close_in_child()
+
     def run_writer() -> int:
         assert writer is not None
         _log_as("writer")
+        in_child()
         for sock in listeners.values():
             sock.close()
         stop = threading.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda _n, _frame: stop.set())
         db = _database(url, settings)
+        db.on_commit(metrics.enable(counted).committed)
         try:
             moves = Moves.of(db, *time)
             return serve_writes(
@@ -186,24 +276,34 @@ def _serve_workers(
 
     def run_worker(number: int) -> int:
         _log_as(f"worker {number}")
+        in_child()
         db = _database(url, settings)
         if writer is not None:
             writer[1].close()
             db.writer_process = WriterClient(writer[0])
         try:
-            serve = _serve(settings, db, tls, time, listeners, scheduler=number == 1)
+            serve = _serve(
+                settings, db, tls, time, listeners, scheduler=number == 1, metrics_dir=counted
+            )
             return loops.run(serve, settings.event_loop)
         finally:
             db.dispose()
 
     log.info("starting %d worker processes", settings.workers)
-    code = Master(
+    master = Master(
         settings.workers,
         listeners,
         run_worker,
         settings.limits.stop_grace,
         run_writer if writer is not None else None,
-    ).run()
+    )
+    if counted is not None:
+        master.on_exit = partial(metrics.forget_process, counted)
+    try:
+        code = master.run()
+    finally:
+        if monitor is not None:
+            monitor.stop()
     log.info("server stopped")
     return code
 
@@ -216,9 +316,13 @@ async def _serve(
     listeners: Listeners | None = None,
     *,
     scheduler: bool,
+    metrics_dir: str | None = None,
 ) -> int:
-    """Serve until stopped; ``scheduler``: this process ends games on time."""
+    """Serve until stopped; ``scheduler``: this process ends games on time;
+    ``metrics_dir``: where it counts (None: it does not)."""
     lim = settings.limits
+    counted = metrics.enable(metrics_dir)
+    db.on_commit(counted.committed)
     games = Games(db, *time)
     games.live.chat_per_minute = settings.chat_per_minute
     accounts = Accounts(
@@ -227,7 +331,7 @@ async def _serve(
         max_pending_per_address=lim.max_pending_per_address,
         clock=time[0],
     )
-    hub = Hub(db, heartbeat=settings.event_heartbeat)
+    hub = Hub(db, heartbeat=settings.event_heartbeat, metrics=counted, clock=time[0])
     reactor = Reactor(
         accounts,
         games,
@@ -240,6 +344,7 @@ async def _serve(
         settings.tls_port,
         listeners,
         hub,
+        counted,
     )
     try:
         await hub.start()
@@ -265,7 +370,9 @@ async def _serve(
     flagger = None
     if scheduler:
         retention = settings.event_retention_days * DAY_MS
-        flagger = Scheduler(games.time, settings.clock_poll, partial(prune_events, db), retention)
+        flagger = Scheduler(
+            games.time, settings.clock_poll, partial(prune_events, db), retention, counted
+        )
     if flagger is not None:
         flagger.start()
     await reactor.serve_until_stopped()

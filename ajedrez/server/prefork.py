@@ -73,6 +73,7 @@ class Master:
         self.run_worker = run_worker
         self.children: dict[int, tuple[int, float]] = {}  # pid -> (worker number, start)
         self.stopping = False
+        self.on_exit: Callable[[int], None] | None = None  # called with each ended child's pid
 
     def run(self) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -92,6 +93,8 @@ class Master:
                 continue
             number, started = self.children.pop(pid)
             code = os.waitstatus_to_exitcode(status)
+            if self.on_exit is not None:
+                self.on_exit(pid)
             if self.stopping:
                 log.info("%s (pid %d) stopped", _name(number), pid)
                 continue

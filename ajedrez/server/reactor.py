@@ -28,6 +28,7 @@ from ajedrez.domain.games import Games
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.commands import Runs
 from ajedrez.server.connection import Connection
+from ajedrez.server.metrics import Metrics
 from ajedrez.server.ratelimit import RateLimit
 from ajedrez.server.settings import Limits
 from ajedrez.server.stream import Hub
@@ -54,9 +55,11 @@ class Reactor:
         tls_port: int | None = None,
         sockets: dict[str, socket.socket] | None = None,
         hub: Hub | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         """``sockets``: listening sockets opened already ("plain", "tls"), shared by the
         worker processes of ``--workers``; without them the reactor opens its own."""
+        self.metrics = metrics or Metrics()
         self.accounts = accounts
         self.games = games
         self.moves = moves

@@ -16,8 +16,10 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from ajedrez.domain.errors import StorageError
 from ajedrez.domain.timekeeping import Timekeeping
 from ajedrez.protocol.fields import format_partida
+from ajedrez.server.metrics import Metrics
 
 log = logging.getLogger("ajedrez.server")
 
@@ -34,9 +36,11 @@ class Scheduler:
         poll: float,
         prune: Callable[[int], int] | None = None,
         retention_ms: int = 0,
+        metrics: Metrics | None = None,
     ) -> None:
         """``prune``: removes the events older than the time it is given (ms), run at
         start and every hour, when ``retention_ms`` is set."""
+        self.metrics = metrics or Metrics()
         self.time = time
         self.poll = poll
         self.prune = prune
@@ -61,8 +65,10 @@ class Scheduler:
             before = self.time.clock.now_ms() - self.retention_ms
             try:
                 removed = await asyncio.to_thread(self.prune, before)
-            except Exception:
+            except Exception as e:
                 log.exception("removing old events failed; trying again in an hour")
+                if isinstance(e, StorageError):
+                    self.metrics.store_error("scheduler")
             else:
                 if removed:
                     log.info("removed %d events older than the retention", removed)
@@ -72,8 +78,10 @@ class Scheduler:
         while True:
             try:
                 wait = await asyncio.to_thread(self.pass_once)
-            except Exception:
+            except Exception as e:
                 log.exception("the scheduler failed; trying again in %g s", self.poll)
+                if isinstance(e, StorageError):
+                    self.metrics.store_error("scheduler")
                 wait = self.poll
             await asyncio.sleep(wait)
 

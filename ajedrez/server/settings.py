@@ -81,6 +81,10 @@ class Settings:
     event_heartbeat: float = 60.0  # seconds between 603s on a streaming connection
     chat_per_minute: int = 10  # CHAT messages a user may send a minute
     event_retention_days: int = 365  # events older are removed (0: kept for ever)
+    # The HTTP listener for /healthz and /metrics (monitor.py): off unless a port is set.
+    metrics_port: int | None = None
+    metrics_host: str = DEFAULT_HOST
+    metrics_dir: str | None = None  # where processes write their metrics (None: a new one)
     limits: Limits = Limits()
 
 
@@ -243,6 +247,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--chat-per-minute",
         type=int,
         help=f"chat messages (CHAT) a user may send a minute ({d.chat_per_minute})",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve /healthz and /metrics (Prometheus) over HTTP on this port (off unless "
+        "set; 0 = any free)",
+    )
+    p.add_argument(
+        "--metrics-host", help=f"address of the /healthz and /metrics listener ({d.metrics_host})"
+    )
+    p.add_argument(
+        "--metrics-dir",
+        help="directory where every process writes its metrics (default: a new one under $TMPDIR)",
     )
     p.add_argument(
         "--clock-file",

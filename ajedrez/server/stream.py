@@ -20,9 +20,11 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ajedrez.domain.clocks import Clock, SystemClock
 from ajedrez.protocol import events as ev
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.framing import encode_reply
+from ajedrez.server.metrics import Metrics
 from ajedrez.store.db import Database
 from ajedrez.store.events import EventReads
 
@@ -58,8 +60,17 @@ def event_frame(row: Any) -> bytes:
 
 
 class Hub:
-    def __init__(self, db: Database, *, heartbeat: float = 60.0) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        heartbeat: float = 60.0,
+        metrics: Metrics | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         self.reads = EventReads(db)
+        self.metrics = metrics or Metrics()
+        self.clock = clock or SystemClock()  # the one events are stamped with: their lag
         self.db = db
         self.heartbeat = heartbeat
         self.last = 0  # the newest event dispatched
@@ -117,6 +128,7 @@ class Hub:
                 rows = await self.reads.horizon()
             except Exception as e:
                 log.warning("event stream: cannot read the counter: %s", e)
+                self.metrics.store_error("events")
                 continue
             if not rows:
                 continue
@@ -142,6 +154,7 @@ class Hub:
                     rows = await self.reads.after(self.last, HUB_PAGE)
                 except Exception as e:
                     log.warning("event stream: cannot read events: %s", e)
+                    self.metrics.store_error("events")
                     return
                 for row in rows:
                     self._dispatch(row)
@@ -262,6 +275,7 @@ class Stream:
                     rows = await self.hub.reads.of_user(self.user_id, self.sent, CATCH_UP_PAGE)
                 except Exception as e:
                     log.warning("event stream of user %d: %s; trying again", self.user_id, e)
+                    self.hub.metrics.store_error("events")
                     await asyncio.sleep(CATCH_UP_RETRY_SECONDS)
                     continue
                 for row in rows:
@@ -316,6 +330,7 @@ class Stream:
         if row.id <= self.sent:
             return True  # sent already (a catch-up page and a live event overlap)
         self.sent = row.id
+        self.hub.metrics.event_sent(row.at_ms, self.hub.clock.now_ms(), live=self.is_live)
         return self._write(event_frame(row))
 
     def _write(self, frame: bytes) -> bool:

@@ -41,6 +41,7 @@ from sqlalchemy import Connection, Engine, event, exc, text
 from sqlalchemy.engine import URL, ExceptionContext
 
 from ajedrez.domain.errors import TRANSIENT_RETRIES, Conflict, StorageError, TransientStorageError
+from ajedrez.domain.events import Event
 from ajedrez.store.prepared import Prepared, PreparedMany, read_only_connection
 from ajedrez.store.tx import Tx
 from ajedrez.store.urls import parse_url
@@ -124,6 +125,7 @@ class Database:
         self.busy_timeout_ms = int(busy_timeout * 1000)
         self.group_commit = max(1, group_commit)
         self._event_waiters: list[Callable[[], None]] = []
+        self._commit_listeners: list[Callable[[Sequence[Event]], None]] = []
         self.engine = self._open(self.url, pool_size, create)
         self._replace_read_only_connections(self.engine)
 
@@ -158,9 +160,16 @@ class Database:
 
         return stop
 
-    def _events_committed(self) -> None:
+    def on_commit(self, listener: Callable[[Sequence[Event]], None]) -> None:
+        """Call ``listener`` with the events of each transaction this process commits
+        (on the committing thread; it must be quick and must not raise)."""
+        self._commit_listeners.append(listener)
+
+    def _events_committed(self, events: Sequence[Event]) -> None:
         for wake in list(self._event_waiters):
             wake()
+        for listener in self._commit_listeners:
+            listener(events)
 
     # -- what each kind of database does its own way ----------------------------------
 

@@ -189,9 +189,9 @@ class PostgresDatabase(Database):
             stamp = conn.execute(begin, {"k": SYNC_LOCK_KEY}).one()[1]
             tx = Tx(conn, int(stamp), on_events=_notify)
             yield tx
-            wrote = tx.flush_events() is not None
-        if wrote:
-            self._events_committed()
+            tx.flush_events()
+        if tx.written:
+            self._events_committed(tx.written)
 
     # -- events committed by other processes and servers: LISTEN -------------------------
 

@@ -27,6 +27,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL
 
 from ajedrez.domain.errors import Conflict, StorageError
+from ajedrez.domain.events import Event
 from ajedrez.store.batches import LoopBatches
 from ajedrez.store.db import SQLITE_BUSY_TIMEOUT, Database, T, _grouped, mapped_errors
 from ajedrez.store.eager import Eager, settle
@@ -102,7 +103,7 @@ class _Batch:
         self.opened = time.monotonic()
         self.done = threading.Event()
         self.error: StorageError | None = None
-        self.events = False  # a writer wrote events: wake the readers after the commit
+        self.events: list[Event] = []  # the writers' events: readers are woken after the commit
 
 
 class SqliteDatabase(Database):
@@ -408,7 +409,7 @@ class SqliteDatabase(Database):
                 self._file_lock.release()
             batch.done.set()
         if batch.events and batch.error is None:
-            self._events_committed()
+            self._events_committed(batch.events)
 
 
 @contextmanager
@@ -422,12 +423,12 @@ def _writer_of(batch: _Batch) -> Iterator[Tx]:
         tx = Tx(batch.conn, int(time.time()))
         try:
             yield tx
-            if tx.flush_events() is not None:
-                batch.events = True
+            tx.flush_events()
         except BaseException:
             if not batch.conn.invalidated:  # else the transaction is gone with it
                 _ROLLBACK_TO_SAVEPOINT.run(batch.conn)
                 _RELEASE_SAVEPOINT.run(batch.conn)
             raise
         _RELEASE_SAVEPOINT.run(batch.conn)
+    batch.events.extend(tx.written)
     batch.writers += 1

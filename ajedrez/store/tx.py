@@ -31,6 +31,8 @@ class Tx(GameQueries, AccountQueries, LiveQueries):
     events: list[Event] = field(default_factory=list)
     # What the database does once a transaction has written events (PostgreSQL: NOTIFY).
     on_events: Callable[[Connection, int], None] | None = None
+    # The events written so far, for ``Database.on_commit`` once the transaction commits.
+    written: list[Event] = field(default_factory=list)
 
     def emit(self, event: Event) -> None:
         self.events.append(event)
@@ -42,6 +44,7 @@ class Tx(GameQueries, AccountQueries, LiveQueries):
         if not self.events:
             return None
         events, self.events = self.events, []
+        self.written.extend(events)
         last = int(st.BUMP_EVENTS.first(self.conn, n=len(events)).last)
         first = last - len(events) + 1
         st.INSERT_EVENT.run_each(
