@@ -38,7 +38,7 @@ from ajedrez.store.db import Database
 from ajedrez.store.migrate import is_current, upgrade
 from ajedrez.store.urls import BadURL, parse_url, redact, resolve_url, sqlite_file
 
-from . import backup, check, espol_import, schema
+from . import backup, check, espol_import, schema, store_copy
 from .common import (
     EXIT_DATABASE,
     EXIT_REFUSED,
@@ -123,6 +123,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     restore.add_argument("file", help="a file written by 'ajedrez-admin db backup'")
     restore.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    copying = db.add_parser(
+        "copy",
+        help="copy every row into an empty database, SQLite or PostgreSQL (to change stores)",
+        description="Copy every row of this database (--database-url) into TARGET, a new "
+        "or empty database on either store, whose schema it creates; game numbers go on "
+        "after the source's. Stop the server first: moves made during the copy are not in "
+        "it. See docs/operations.md, 'Moving to PostgreSQL'.",
+    )
+    copying.add_argument(
+        "target", help="the database URL to copy into: postgresql+psycopg://... or sqlite:///..."
+    )
     db.add_parser(
         "check",
         help="check integrity, schema version and every game (exit 1 when a problem is found)",
@@ -556,6 +567,7 @@ COMMANDS: dict[tuple[str, str], Callable[[Database, argparse.Namespace], None]] 
     ("db", "downgrade"): schema.db_downgrade,
     ("db", "backup"): backup.db_backup,
     ("db", "check"): check.db_check,
+    ("db", "copy"): store_copy.db_copy,
     ("import", "espol"): espol_import.import_espol,
 }
 # Commands that work on a database whatever its schema's version.

@@ -173,6 +173,16 @@ class Database:
 
     # -- what each kind of database does its own way ----------------------------------
 
+    def last_ids(self, conn: Connection) -> dict[str, int]:
+        """Per table whose ids the database generates (``models.generated_id_tables``),
+        the last id handed out: the next row gets a higher one."""
+        raise NotImplementedError
+
+    def continue_ids(self, conn: Connection, last: dict[str, int]) -> None:
+        """Make each table's next generated id higher than ``last[table]`` and than
+        every id in it (after rows were written with ids of their own, as a copy does)."""
+        raise NotImplementedError
+
     def read_each(self) -> AbstractContextManager[Connection]:
         raise NotImplementedError
 

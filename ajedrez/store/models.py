@@ -385,3 +385,9 @@ class Takeback(Base):
     ply: Mapped[int] = mapped_column(Integer)
     by_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
     asked_at: Mapped[int] = mapped_column(BigInteger)
+
+
+def generated_id_tables() -> list[str]:
+    """The tables whose integer ids the database generates (SQLite's rowid, PostgreSQL's
+    sequences), in the order their rows may be written."""
+    return [t.name for t in Base.metadata.sorted_tables if t.autoincrement_column is not None]

@@ -22,9 +22,10 @@ import psycopg
 from sqlalchemy import Connection, Engine, TextClause, create_engine, event, exc, text
 from sqlalchemy.engine import URL
 
-from ajedrez.domain.errors import TransientStorageError
+from ajedrez.domain.errors import StorageError, TransientStorageError
 from ajedrez.store.batches import BatchThread
 from ajedrez.store.db import Database, T, _grouped, _Read, mapped_errors
+from ajedrez.store.models import generated_id_tables
 from ajedrez.store.prepared import Prepared, PreparedMany
 from ajedrez.store.tx import Tx
 
@@ -53,6 +54,25 @@ class PostgresDatabase(Database):
     is_sqlite = False
     serializes_writes = False
     uses_writer_process = True
+
+    def last_ids(self, conn: Connection) -> dict[str, int]:
+        last = {}
+        for table in generated_id_tables():
+            value, called = conn.execute(
+                text(f"SELECT last_value, is_called FROM {_sequence(conn, table)}")
+            ).one()
+            last[table] = int(value) if called else int(value) - 1
+        return last
+
+    def continue_ids(self, conn: Connection, last: dict[str, int]) -> None:
+        for table, after in last.items():
+            top = conn.execute(text(f'SELECT coalesce(max(id), 0) FROM "{table}"')).scalar_one()
+            value = max(after, int(top))
+            # setval(seq, v, true): the next id is v + 1; a sequence cannot hold 0.
+            conn.execute(
+                text("SELECT setval(:seq, :v, :called)"),
+                {"seq": _sequence(conn, table), "v": max(value, 1), "called": value > 0},
+            )
 
     def _open(self, url: URL, pool_size: int, create: bool) -> Engine:
         self._writer: BatchThread[Callable[[Tx], Any]] | None = None
@@ -258,3 +278,11 @@ def _ping_if_idle(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
         dbapi_conn.rollback()
     except Exception as e:
         raise exc.DisconnectionError(str(e)) from e  # the pool replaces it and retries
+
+
+def _sequence(conn: Connection, table: str) -> str:
+    """The name of the sequence behind ``table``'s id, as the schema search path finds it."""
+    name = conn.execute(text("SELECT pg_get_serial_sequence(:t, 'id')"), {"t": table}).scalar_one()
+    if name is None:
+        raise StorageError(f"table {table} has no sequence for its id")
+    return str(name)

@@ -31,6 +31,7 @@ from ajedrez.domain.events import Event
 from ajedrez.store.batches import LoopBatches
 from ajedrez.store.db import SQLITE_BUSY_TIMEOUT, Database, T, _grouped, mapped_errors
 from ajedrez.store.eager import Eager, settle
+from ajedrez.store.models import generated_id_tables
 from ajedrez.store.open_marks import OpenMarks
 from ajedrez.store.prepared import Prepared, PreparedMany
 from ajedrez.store.tx import Tx
@@ -113,6 +114,32 @@ class SqliteDatabase(Database):
     # Other processes' commits (--workers, the admin tool) are seen by polling the
     # counter, a read of one row in shared memory's WAL index and the page cache.
     event_poll = 0.05
+
+    def last_ids(self, conn: Connection) -> dict[str, int]:
+        # AUTOINCREMENT tables (games) remember the largest id ever given in
+        # sqlite_sequence; the others continue after their largest id.
+        sequences = _sequences(conn)
+        last = {}
+        for table in generated_id_tables():
+            top = conn.execute(text(f'SELECT coalesce(max(id), 0) FROM "{table}"')).scalar_one()
+            last[table] = max(int(top), sequences.get(table, 0))
+        return last
+
+    def continue_ids(self, conn: Connection, last: dict[str, int]) -> None:
+        sequences = _sequences(conn)
+        for table, after in last.items():
+            if not _autoincrement(conn, table):
+                continue  # the next id follows the largest one there
+            if table not in sequences:
+                conn.execute(
+                    text("INSERT INTO sqlite_sequence (name, seq) VALUES (:t, :s)"),
+                    {"t": table, "s": after},
+                )
+            elif after > sequences[table]:
+                conn.execute(
+                    text("UPDATE sqlite_sequence SET seq = :s WHERE name = :t"),
+                    {"s": after, "t": table},
+                )
 
     def _open(self, url: URL, pool_size: int, create: bool) -> Engine:
         self._write_lock = threading.Lock()
@@ -432,3 +459,16 @@ def _writer_of(batch: _Batch) -> Iterator[Tx]:
         _RELEASE_SAVEPOINT.run(batch.conn)
     batch.events.extend(tx.written)
     batch.writers += 1
+
+
+def _sequences(conn: Connection) -> dict[str, int]:
+    """sqlite_sequence: the largest id ever given, per AUTOINCREMENT table given one."""
+    rows = conn.execute(text("SELECT name, seq FROM sqlite_sequence")).all()
+    return {str(name): int(seq) for name, seq in rows}
+
+
+def _autoincrement(conn: Connection, table: str) -> bool:
+    sql = conn.execute(
+        text("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = :t"), {"t": table}
+    ).scalar_one_or_none()
+    return sql is not None and "AUTOINCREMENT" in str(sql).upper()
