@@ -35,7 +35,7 @@ from ajedrez.protocol.records import STATUS_FINISHED
 from ajedrez.protocol.timecontrol import format_duration
 from ajedrez.store import audit
 from ajedrez.store.db import Database
-from ajedrez.store.migrate import is_current, upgrade
+from ajedrez.store.migrate import NewerDatabase, check_known, is_current, upgrade
 from ajedrez.store.urls import BadURL, parse_url, redact, resolve_url, sqlite_file
 
 from . import backup, check, espol_import, schema, store_copy
@@ -114,6 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
         "revision", help="the migration to go back to: 0005, or 0005_clocks_and_leave"
     )
     down.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    down.add_argument(
+        "--force",
+        action="store_true",
+        help="go back even though data kept only by later migrations is lost (without it, "
+        "such a downgrade is refused with what it would lose)",
+    )
     backup = db.add_parser(
         "backup", help="copy the database to FILE while the server runs (consistent)"
     )
@@ -252,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         handler = COMMANDS[key]
         db = _open(url, args)
         try:
+            if key not in NEWER_SCHEMA:
+                check_known(db)
             if key not in ANY_SCHEMA and not is_current(db):
                 raise AdminError(
                     "the database schema is not up to date: run 'ajedrez-admin db upgrade'",
@@ -264,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         return _error(args, str(e), e.status)
     except Failure as e:
         return _error(args, e.reason, EXIT_REFUSED)
+    except NewerDatabase as e:
+        return _error(args, str(e), EXIT_DATABASE)
     except BadURL as e:
         return _error(args, str(e), EXIT_DATABASE)
     except StorageError as e:
@@ -572,6 +582,8 @@ COMMANDS: dict[tuple[str, str], Callable[[Database, argparse.Namespace], None]] 
 }
 # Commands that work on a database whatever its schema's version.
 ANY_SCHEMA = {("db", "upgrade"), ("db", "downgrade"), ("db", "backup"), ("db", "check")}
+# Commands that work on a database a newer release upgraded (the others refuse it).
+NEWER_SCHEMA = {("db", "backup")}
 # Commands given the URL instead of an open database.
 URL_COMMANDS: dict[tuple[str, str], Callable[[URL, argparse.Namespace], None]] = {
     ("db", "restore"): backup.db_restore,
