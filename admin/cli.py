@@ -216,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="accounts, games, challenges and subscription requests of a 1995 ESPOL server",
     )
     espol.add_argument("path", help="the old server's data directory, or its server.cfg")
+    espol.add_argument(
+        "--dry-run", action="store_true", help="report what it would import; write nothing"
+    )
 
     trail = top.add_parser("audit", help="changes made with ajedrez-admin, newest last")
     trail.add_argument("--limit", metavar="N", type=_positive, help="only the newest N")
