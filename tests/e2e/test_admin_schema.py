@@ -1,0 +1,188 @@
+"""``ajedrez-admin db downgrade``, and a database upgraded by a newer release refused by
+ajedrez-admin and by the server with one line (docs/operations.md, "Upgrading").
+
+Each test has a database of its own on the store under test, filled as in
+tests/store/test_upgrades.py (tests/support/upgrades.py).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from ajedrez.store.db import Database
+from ajedrez.store.migrate import current_revision, upgrade
+from tests.support.admin import answered, assert_error, assert_ok
+from tests.support.common import ROOT
+from tests.support.upgrades import HEAD, build, check, empty_database, migrate_to, snapshot
+
+NEWER = "0099"  # a revision of a release after this one
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[tuple[str, Database]]:
+    """(URL, Database) with no schema yet, on the store under test."""
+    with empty_database(tmp_path) as found:
+        yield found
+
+
+def audit_rows(database: Database) -> list[tuple[str, str, str]]:
+    with database.engine.connect() as conn:
+        rows = conn.execute(text("SELECT action, target, detail FROM admin_audit ORDER BY id"))
+        return [tuple(r) for r in rows]
+
+
+def test_downgrade_that_would_lose_data_is_refused_unless_forced(cli, fresh):
+    url, database = fresh
+    migrate_to(database, HEAD)
+    built = build(database, HEAD)
+    before = snapshot(database)
+
+    r = cli("db", "downgrade", "0004", url=url)
+    assert_error(
+        r,
+        1,
+        "going back to 0004 would lose",
+        "3 chat messages, 1 seek, 1 takeback request (migration 0007)",
+        "1 private game (observers could watch it), 1 private challenge (migration 0006)",
+        "1 game with a clock, 1 challenge with a clock, 1 account's leave (migration 0005)",
+        "nothing changed",
+        "--force",
+    )
+    assert r.out == ""
+    assert current_revision(database) == HEAD
+    assert snapshot(database) == before
+
+    r = cli("db", "downgrade", "0004", "--force", url=url)
+    assert_ok(r)
+    lines = r.out.splitlines()
+    assert lines[0] == f"database schema taken back from {HEAD} to 0004"
+    assert lines[1].startswith("lost: 3 chat messages") and "1 game with a clock" in lines[1]
+    assert "run the release whose newest migration is 0004" in lines[2]
+    assert current_revision(database) == "0004"
+    action, target, detail = audit_rows(database)[-1]
+    assert (action, target) == ("db downgrade", "0004")
+    assert detail.startswith(f"from {HEAD}; lost 3 chat messages")
+
+    # This release brings it forward again; what 0004 holds is all there and works.
+    assert_ok(cli("db", "upgrade", url=url))
+    built.audit.append("db downgrade")
+    check(database, built, kept="0004")
+
+
+def test_downgrade_that_loses_nothing_needs_no_force(cli, fresh):
+    url, database = fresh
+    migrate_to(database, "0005")
+    built = build(database, "0005")
+    upgrade(database)
+
+    r = cli("db", "downgrade", "0005_clocks_and_leave", url=url)  # the file's name
+    assert_ok(r)
+    assert r.out.splitlines()[0] == f"database schema taken back from {HEAD} to 0005"
+    assert "lost" not in r.out
+    assert current_revision(database) == "0005"
+    assert audit_rows(database)[-1] == ("db downgrade", "0005", f"from {HEAD}")
+    # Only db commands work until a release of 0005 or this one's upgrade runs.
+    assert_error(cli("users", "list", url=url), 3, "not up to date", "db upgrade")
+
+    assert_ok(cli("db", "upgrade", url=url))
+    built.audit.append("db downgrade")
+    check(database, built)
+
+
+def test_downgrade_below_the_audit_trail_says_it_is_not_recorded(cli, fresh):
+    url, database = fresh
+    upgrade(database)
+    r = cli("db", "downgrade", "0002", url=url)
+    assert_ok(r)
+    assert "not in the audit trail: the schema of 0002 has none" in r.out
+    assert current_revision(database) == "0002"
+
+
+def test_downgrade_needs_a_known_revision_earlier_than_the_database(cli, fresh):
+    url, database = fresh
+    with database.engine.connect():  # the file exists (SQLite), without a schema
+        pass
+    assert_error(cli("db", "downgrade", "0001", url=url), 1, "no schema yet")
+    migrate_to(database, "0005")
+    for unknown in ("0009", "5", "base", "0005_clocks", "head"):
+        r = cli("db", "downgrade", unknown, url=url)
+        assert_error(r, 2, f"no migration '{unknown}'", "0001, 0002", "0005_clocks_and_leave")
+    for not_earlier in ("0005", "0006", HEAD):
+        r = cli("db", "downgrade", not_earlier, url=url)
+        assert_error(r, 1, "the database is at 0005", f"later than {not_earlier}", "db upgrade")
+    assert current_revision(database) == "0005"
+
+
+def test_downgrade_on_a_terminal_asks_first(cli, fresh):
+    url, database = fresh
+    migrate_to(database, HEAD)
+    build(database, HEAD)
+
+    r = cli("db", "downgrade", "0006", "--force", url=url, tty=True, stdin="n\n")
+    question = f"take the database schema back from {HEAD} to 0006, losing 3 chat messages"
+    assert question in r.err
+    assert_error(answered(r), 1, "not confirmed: nothing changed")
+    assert current_revision(database) == HEAD
+
+    # Refused before any question when data would be lost and --force is missing.
+    r = cli("db", "downgrade", "0006", url=url, tty=True, stdin="y\n")
+    assert "[y/N]" not in r.err
+    assert_error(r, 1, "would lose", "--force")
+
+    r = cli("db", "downgrade", "0006", "--force", url=url, tty=True, stdin="y\n")
+    assert question in r.err
+    assert r.status == 0, r
+    assert current_revision(database) == "0006"
+
+    r = cli("db", "downgrade", "0005", "--force", "--yes", url=url, tty=True)
+    assert_ok(r)  # --yes: no question
+    assert current_revision(database) == "0005"
+
+
+def test_a_database_a_newer_release_upgraded_is_refused_with_one_line(cli, fresh):
+    url, database = fresh
+    upgrade(database)
+    with database.engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": NEWER})
+    words = (
+        f"the database was upgraded by a newer release (revision {NEWER}; this release knows "
+        f"up to {HEAD})",
+        f"'ajedrez-admin db downgrade {HEAD}'",
+    )
+    for args in (
+        ("users", "list"),
+        ("db", "upgrade"),
+        ("db", "downgrade", "0005", "--force"),
+        ("db", "check"),
+    ):
+        assert_error(cli(*args, url=url), 3, *words)
+
+    # The real program, and the server at start, the same way.
+    done = subprocess.run(
+        [sys.executable, "-m", "ajedrez.admin.cli", "--database-url", url, "db", "upgrade"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert_error(done, 3, *words)
+    done = subprocess.run(
+        [sys.executable, "-m", "ajedrez", "--database-url", url, "--port", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if " ERROR " in line]
+    assert len(errors) == 1, done.stderr
+    assert all(word in errors[0] for word in words), errors[0]
+    assert "listening" not in done.stderr
+    assert current_revision(database) == NEWER
