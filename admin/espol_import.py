@@ -119,7 +119,7 @@ def _progress(text: str) -> None:
     print(f"import espol: {text}", file=sys.stderr, flush=True)
 
 
-# -- the files -------------------------------------------------------------------------------
+# -- the files -----------------------------------------------------------------------------
 
 
 def _entry(directory: Path, name: str) -> Path | None:
@@ -308,7 +308,7 @@ class Import:
                 )
         return out
 
-    # -- subscription requests ---------------------------------------------------------------
+    # -- subscription requests -------------------------------------------------------------
 
     def _subscriptions(self) -> None:
         src = self.source
@@ -481,7 +481,9 @@ class Import:
     def _decide_games(self, tx: Tx, batch: Sequence[PlannedGame], file: str) -> Decisions:
         there = imported.games_numbered(tx, [g.game_id for g in batch])
         playing = imported.active_pairs(tx, [n for g in batch for n in (g.white, g.black)])
-        pairs = set(self.pairs) | playing
+        # Each pair with an active game: its number when imported in this run.
+        pairs: dict[frozenset[str], int | None] = dict.fromkeys(playing)
+        pairs.update(self.pairs)
         out = Decisions()
         for g in batch:
             found = there.get(g.game_id)
@@ -498,7 +500,7 @@ class Import:
                     )
                 )
             elif g.status == STATUS_ACTIVE and pair in pairs:
-                other = self.pairs.get(pair)
+                other = pairs[pair]
                 which = "" if other is None else f" ({format_partida(other)})"
                 out.skipped.append(
                     Problem(
@@ -511,7 +513,7 @@ class Import:
             else:
                 out.new.append(g)
                 if g.status == STATUS_ACTIVE:
-                    pairs.add(pair)
+                    pairs[pair] = g.game_id
         return out
 
     def _reserve_numbers(self, highest: int) -> None:
@@ -527,7 +529,7 @@ class Import:
                     self.db.continue_ids(tx.conn, {"games": top})
         self.next_game = max(top, last) + 1
 
-    # -- challenges ---------------------------------------------------------------------------
+    # -- challenges ------------------------------------------------------------------------
 
     def _challenges(self) -> None:
         src = self.source
@@ -640,7 +642,7 @@ class Import:
                 out.new.append(c)
         return out
 
-    # -- writing and reporting ---------------------------------------------------------
+    # -- writing and reporting -------------------------------------------------------------
 
     def _written(
         self,
