@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, event, exc, text
@@ -42,6 +43,7 @@ from sqlalchemy.engine import URL, ExceptionContext
 
 from ajedrez.domain.errors import TRANSIENT_RETRIES, Conflict, StorageError, TransientStorageError
 from ajedrez.domain.events import Event
+from ajedrez.store.backups import Confirm, Progress
 from ajedrez.store.prepared import Prepared, PreparedMany, read_only_connection
 from ajedrez.store.tx import Tx
 from ajedrez.store.urls import parse_url
@@ -100,12 +102,18 @@ class Database:
 
     def __new__(cls, url: str | URL, **_options: Any) -> Database:
         if cls is Database:
-            from ajedrez.store.postgres import PostgresDatabase
-            from ajedrez.store.sqlite import SqliteDatabase
-
-            sqlite = parse_url(url).get_backend_name() == "sqlite"
-            cls = SqliteDatabase if sqlite else PostgresDatabase
+            cls = Database.kind(url)
         return super().__new__(cls)
+
+    @staticmethod
+    def kind(url: str | URL) -> type[Database]:
+        """The class of the database ``url`` names, for what is done before (or
+        instead of) opening it: ``restore``."""
+        from ajedrez.store.postgres import PostgresDatabase
+        from ajedrez.store.sqlite import SqliteDatabase
+
+        sqlite = parse_url(url).get_backend_name() == "sqlite"
+        return SqliteDatabase if sqlite else PostgresDatabase
 
     def __init__(
         self,
@@ -182,6 +190,27 @@ class Database:
         """Make each table's next generated id higher than ``last[table]`` and than
         every id in it (after rows were written with ids of their own, as a copy does)."""
         raise NotImplementedError
+
+    def backup(self, file: Path, progress: Progress | None = None) -> str:
+        """Write a consistent copy of the database to ``file``, a new file, while others
+        go on writing (``ajedrez-admin db backup``); returns what it holds, in words.
+        ``Refused`` (``store/backups.py``) when it cannot be done."""
+        raise NotImplementedError
+
+    @classmethod
+    def restore(cls, url: URL, file: Path, confirm: Confirm) -> None:
+        """Replace the database ``url`` names with the backup ``file``: ``Refused``, with
+        nothing changed, when ``file`` is no backup or anything uses the database; asks
+        ``confirm`` before the first change."""
+        raise NotImplementedError
+
+    def integrity_problems(self) -> list[str]:
+        """What the database's own check of its files finds wrong (none: [])."""
+        return []
+
+    def snapshot(self) -> AbstractContextManager[Connection]:
+        """A read whose statements all see one moment, however long it lasts."""
+        return self.read()
 
     def read_each(self) -> AbstractContextManager[Connection]:
         raise NotImplementedError

@@ -110,6 +110,14 @@ class OpenMarks:
         finally:
             os.close(fd)
 
+    def in_use(self) -> bool:
+        """Does a live process other than this one have the database open (a server,
+        its workers, ajedrez-admin)? What ``db restore`` refuses."""
+        held, dead = self._others(besides=self._path)
+        for fd, _path in dead:
+            os.close(fd)
+        return held
+
     def _others(self, besides: Path | None = None) -> tuple[bool, list[tuple[int, Path]]]:
         """Is any marker held by a live process; and the dead ones' markers, each with a
         descriptor that holds its lock (for the caller to close)."""

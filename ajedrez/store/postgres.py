@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from sqlalchemy import Connection, Engine, TextClause, create_engine, event, exc, text
 from sqlalchemy.engine import URL
+from sqlalchemy.pool import NullPool
 
 from ajedrez.domain.errors import StorageError, TransientStorageError
+from ajedrez.store import postgres_backup
+from ajedrez.store.backups import Confirm, Progress
 from ajedrez.store.batches import BatchThread
 from ajedrez.store.db import Database, T, _grouped, _Read, mapped_errors
 from ajedrez.store.models import generated_id_tables
@@ -74,6 +79,21 @@ class PostgresDatabase(Database):
                 {"seq": _sequence(conn, table), "v": max(value, 1), "called": value > 0},
             )
 
+    def backup(self, file: Path, progress: Progress | None = None) -> str:
+        return postgres_backup.backup(self.engine, self.url, file, progress)
+
+    @classmethod
+    def restore(cls, url: URL, file: Path, confirm: Confirm) -> None:
+        target = create_engine(url, poolclass=NullPool, connect_args=_named(url))
+        postgres_backup.restore(target, url, file, confirm)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Connection]:
+        with mapped_errors(), self.engine.connect() as conn:
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield conn
+
     def _open(self, url: URL, pool_size: int, create: bool) -> Engine:
         self._writer: BatchThread[Callable[[Tx], Any]] | None = None
         self._reader: BatchThread[_Read] | None = None  # see read_later
@@ -85,6 +105,7 @@ class PostgresDatabase(Database):
             max_overflow=pool_size // 2,
             # Error messages and logs never carry SQL parameters (hashes, names).
             hide_parameters=True,
+            connect_args=_named(url),
         )
         self._install_idle_ping(engine)
         return engine
@@ -245,6 +266,27 @@ class PostgresDatabase(Database):
             except psycopg.Error as e:
                 log.warning("listening for events: %s; again in %g s", _first_line(e), 1.0)
                 stopping.wait(LISTEN_RETRY_SECONDS)
+
+
+def _named(url: URL) -> dict[str, str]:
+    """This program's name as its sessions' ``application_name`` (what
+    ``pg_stat_activity`` shows, and a refused ``db restore`` names), unless the URL
+    gives one."""
+    if "application_name" in url.query:
+        return {}
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    name = spec.name if spec is not None else Path(sys.argv[0]).name
+    return {"application_name": _PROGRAMS.get(name, name)[:63] or "ajedrez"}
+
+
+# Run as modules (python -m), as the tests do: named as their installed commands.
+_PROGRAMS = {
+    "ajedrez.__main__": "ajedrez-server",
+    "ajedrez.server.main": "ajedrez-server",
+    "ajedrez.admin.cli": "ajedrez-admin",
+    "ajedrez.client.cli": "ajedrez",
+}
 
 
 def _notify(conn: Connection, last: int) -> None:

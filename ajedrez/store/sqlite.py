@@ -28,6 +28,8 @@ from sqlalchemy.engine import URL
 
 from ajedrez.domain.errors import Conflict, StorageError
 from ajedrez.domain.events import Event
+from ajedrez.store import sqlite_backup
+from ajedrez.store.backups import Confirm, Progress
 from ajedrez.store.batches import LoopBatches
 from ajedrez.store.db import SQLITE_BUSY_TIMEOUT, Database, T, _grouped, mapped_errors
 from ajedrez.store.eager import Eager, settle
@@ -140,6 +142,18 @@ class SqliteDatabase(Database):
                     text("UPDATE sqlite_sequence SET seq = :s WHERE name = :t"),
                     {"s": after, "t": table},
                 )
+
+    def backup(self, file: Path, progress: Progress | None = None) -> str:
+        return sqlite_backup.backup(self.engine, file, progress)
+
+    @classmethod
+    def restore(cls, url: URL, file: Path, confirm: Confirm) -> None:
+        sqlite_backup.restore(url, file, confirm)
+
+    def integrity_problems(self) -> list[str]:
+        with self.read() as conn:
+            found = [str(row[0]) for row in conn.exec_driver_sql("PRAGMA integrity_check")]
+        return [] if found == ["ok"] else found
 
     def _open(self, url: URL, pool_size: int, create: bool) -> Engine:
         self._write_lock = threading.Lock()
