@@ -226,7 +226,7 @@ def _comment_char(c: str) -> bool:
     return True
 
 
-# -- server.cfg and server.eje ---------------------------------------------------------------
+# -- server.cfg and server.eje -------------------------------------------------------------
 
 
 def parse_config(lines: list[str], file: str) -> tuple[Config | None, list[Problem]]:
@@ -274,7 +274,7 @@ def parse_eje(lines: list[str], file: str) -> tuple[int | None, list[Problem]]:
         return None, [Problem(file, n, str(e)), *problems]
 
 
-# -- usuarios and subscripcion ---------------------------------------------------------------
+# -- usuarios and subscripcion -------------------------------------------------------------
 
 
 def parse_usuarios(lines: list[str], file: str) -> tuple[list[OldUser], list[Problem]]:
@@ -342,7 +342,7 @@ def parse_subscripcion(lines: list[str], file: str) -> tuple[list[OldSubscriptio
     return requests, problems
 
 
-# -- est_partida and the games' moves ----------------------------------------------------
+# -- est_partida and the games' moves ------------------------------------------------------
 
 
 def parse_est_partida(lines: list[str], file: str) -> tuple[list[OldGame], list[Problem]]:

@@ -79,7 +79,7 @@ def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
         yield items[start : start + CHUNK]
 
 
-# -- accounts and subscription requests ------------------------------------------------------
+# -- accounts and subscription requests ----------------------------------------------------
 
 
 def accounts_named(tx: Tx, names: Sequence[str]) -> dict[str, AccountFound]:
@@ -163,7 +163,7 @@ def user_ids(tx: Tx, names: Iterable[str]) -> dict[str, int]:
     return found
 
 
-# -- games -------------------------------------------------------------------------------------
+# -- games ---------------------------------------------------------------------------------
 
 
 def games_numbered(tx: Tx, game_ids: Sequence[int]) -> dict[int, tuple[str, str, int]]:
@@ -247,7 +247,7 @@ def add_game(tx: Tx, game: GameValues, white_id: int, black_id: int, credit: boo
         tx.conn.execute(update(User).where(User.id == winner_id).values(wins=User.wins + 1))
 
 
-# -- challenges --------------------------------------------------------------------------------
+# -- challenges ----------------------------------------------------------------------------
 
 
 def challenges_among(tx: Tx, names: Iterable[str]) -> dict[frozenset[str], tuple[str, str]]:

@@ -38,7 +38,7 @@ def san_moves(*sans: str) -> list[chess.Move]:
     return [board.push_san(s) for s in sans]
 
 
-# -- the sample ------------------------------------------------------------------------------
+# -- the sample ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def _write(path: Path, lines: list[str], encoding: str = "latin-1") -> None:
     path.write_bytes("".join(line + "\n" for line in lines).encode(encoding))
 
 
-# -- a large data set ---------------------------------------------------------------------------
+# -- a large data set ----------------------------------------------------------------------
 
 
 def random_game(rng: random.Random, max_plies: int) -> list[chess.Move]:
