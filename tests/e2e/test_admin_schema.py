@@ -19,7 +19,16 @@ from ajedrez.store.db import Database
 from ajedrez.store.migrate import current_revision, upgrade
 from tests.support.admin import answered, assert_error, assert_ok
 from tests.support.common import ROOT
-from tests.support.upgrades import HEAD, build, check, empty_database, migrate_to, snapshot
+from tests.support.server import start_server
+from tests.support.upgrades import (
+    HEAD,
+    REVISIONS,
+    build,
+    check,
+    empty_database,
+    migrate_to,
+    snapshot,
+)
 
 NEWER = "0099"  # a revision of a release after this one
 
@@ -186,3 +195,27 @@ def test_a_database_a_newer_release_upgraded_is_refused_with_one_line(cli, fresh
     assert all(word in errors[0] for word in words), errors[0]
     assert "listening" not in done.stderr
     assert current_revision(database) == NEWER
+
+
+def test_the_server_upgrades_the_oldest_schema_at_start(fresh):
+    """A database as the first release left it: the server brings it to head as it starts,
+    and its players log in and find their games."""
+    url, database = fresh
+    oldest = REVISIONS[0]
+    migrate_to(database, oldest)
+    built = build(database, oldest)
+    srv = start_server(url)
+    try:
+        assert "bringing the schema up to date" in srv.log_text()
+        assert current_revision(database) == HEAD
+        castles = built.game("castles")
+        with srv.connect() as c:
+            assert c.cmd("USER:ana").code == 101
+            assert c.cmd(f"PASS:{built.passwords['ana']}").code == 102
+            r = c.cmd(f"STAT:P{castles.game_id:07d}")
+            assert r.code == 206, r
+            fields = r.text.split(":")
+            assert fields[1:3] == ["ana", "bob"] and fields[-1] == str(len(castles.moves) + 1)
+    finally:
+        assert srv.stop() == 0
+    check(database, built)
