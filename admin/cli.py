@@ -35,7 +35,7 @@ from ajedrez.protocol.records import STATUS_FINISHED
 from ajedrez.protocol.timecontrol import format_duration
 from ajedrez.store import audit
 from ajedrez.store.db import Database
-from ajedrez.store.migrate import NewerDatabase, check_known, is_current, upgrade
+from ajedrez.store.migrate import NewerDatabase, check_known, is_current
 from ajedrez.store.urls import BadURL, parse_url, redact, resolve_url, sqlite_file
 
 from . import backup, check, espol_import, schema, store_copy
@@ -389,20 +389,6 @@ def _game_list(ids: list[int]) -> str:
 # -- actions -------------------------------------------------------------------------
 
 
-def db_upgrade(db: Database, args: argparse.Namespace) -> None:
-    upgrade(db)
-    if args.created is not None:
-        print(f"new database created at {args.created}")
-    print("database schema is up to date")
-    clashes = Accounts(db).name_clashes()
-    if clashes:
-        print(
-            "accounts whose names differ only in case (all keep working; the first holds the name):"
-        )
-        for names in clashes:
-            print("  " + ", ".join(shown(n) for n in names))
-
-
 def users_add(db: Database, args: argparse.Namespace) -> None:
     name = _checked(values.new_usuario, args.name)
     comment = _checked(values.comentario, args.comment)
@@ -568,7 +554,7 @@ def audit_list(db: Database, args: argparse.Namespace) -> None:
 
 
 COMMANDS: dict[tuple[str, str], Callable[[Database, argparse.Namespace], None]] = {
-    ("db", "upgrade"): db_upgrade,
+    ("db", "upgrade"): schema.db_upgrade,
     ("users", "add"): users_add,
     ("users", "list"): users_list,
     ("users", "remove"): users_remove,

@@ -1,5 +1,6 @@
-"""``ajedrez-admin db downgrade``: take the schema back to an earlier migration, so that
-an older release can run on the database (docs/operations.md, "Upgrading").
+"""``ajedrez-admin db upgrade`` and ``db downgrade``: bring the schema to this release's
+newest migration, or take it back to an earlier one so that an older release can run on
+the database (docs/operations.md, "Upgrading").
 
 A migration's ``downgrade()`` drops what the migration added. Where that is something a
 player or the operator made (a clock, a chat message, the audit trail), the command
@@ -17,8 +18,9 @@ from pathlib import Path
 from alembic.script import ScriptDirectory
 from sqlalchemy import insert, inspect, text
 
+from ajedrez.domain.accounts import Accounts
 from ajedrez.store.db import Database
-from ajedrez.store.migrate import alembic_config, check_known, downgrade, revisions
+from ajedrez.store.migrate import alembic_config, check_known, downgrade, revisions, upgrade
 from ajedrez.store.models import AdminAudit
 
 from .common import EXIT_REFUSED, EXIT_USAGE, AdminError, actor, asks, confirm, shown
@@ -99,6 +101,20 @@ LOSSES: dict[str, tuple[Loss, ...]] = {
     # upgrade.
     "0008": (),
 }
+
+
+def db_upgrade(db: Database, args: argparse.Namespace) -> None:
+    upgrade(db)
+    if args.created is not None:
+        print(f"new database created at {args.created}")
+    print("database schema is up to date")
+    clashes = Accounts(db).name_clashes()
+    if clashes:
+        print(
+            "accounts whose names differ only in case (all keep working; the first holds the name):"
+        )
+        for names in clashes:
+            print("  " + ", ".join(shown(n) for n in names))
 
 
 def db_downgrade(db: Database, args: argparse.Namespace) -> None:
