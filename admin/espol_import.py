@@ -281,7 +281,7 @@ class Import:
                 if u.comment_note:
                     self.changes.append(f"{file}:{u.line}: user '{u.name}': {u.comment_note}")
             self._count(self.users, result, found)
-            self._show(USUARIOS, done, len(users), USER_BATCH)
+            self._show("users", done, len(users), USER_BATCH)
 
     def _decide_users(self, tx: Tx, batch: Sequence[OldUser], file: str) -> Decisions:
         found = imported.accounts_named(tx, [u.name for u in batch])
@@ -401,7 +401,17 @@ class Import:
         games.sort(key=lambda g: g.game_id)
         est = self.shown(path) if path is not None else EST_PARTIDA
         for done, batch in _batches(games, GAME_BATCH):
-            planned = [p for p in (self._plan(g, moves_files, est) for g in batch) if p]
+            # A game imported before is not replayed again.
+            with self.db.reading() as tx:
+                there = imported.games_numbered(tx, [g.game_id for g in batch])
+            before, fresh = Decisions(), []
+            for g in batch:
+                ours = g.white in self.ours and g.black in self.ours
+                if ours and there.get(g.game_id) == (g.white, g.black, g.fecha):
+                    before.already.append(g)
+                else:
+                    fresh.append(g)
+            planned = [p for p in (self._plan(g, moves_files, est) for g in fresh) if p]
 
             def decide(tx: Tx, part: list[PlannedGame]) -> Decisions:
                 return self._decide_games(tx, part, est)
@@ -415,16 +425,16 @@ class Import:
                         tx.audit(self.by, AUDIT_ACTION, g.pid, "; ".join(g.all_notes))
 
             result = self._written(planned, decide, write, lambda g: g.pid)
-            for g in result.new:
-                assert isinstance(g, PlannedGame)
-                if g.status == STATUS_ACTIVE:
-                    self.pairs[frozenset((g.white, g.black))] = g.game_id
-                if g.replay_note:
-                    self.not_replaying.append(f"{g.pid}: {g.replay_note}")
-                if g.end_note:
-                    self.ended.append(f"{g.pid}: {g.end_note}")
-                self.changes += [f"{g.pid}: {note}" for note in g.notes]
-            self._count(self.games, result, None)
+            for p in result.new:
+                assert isinstance(p, PlannedGame)
+                if p.status == STATUS_ACTIVE:
+                    self.pairs[frozenset((p.white, p.black))] = p.game_id
+                if p.replay_note:
+                    self.not_replaying.append(f"{p.pid}: {p.replay_note}")
+                if p.end_note:
+                    self.ended.append(f"{p.pid}: {p.end_note}")
+                self.changes += [f"{p.pid}: {note}" for note in p.notes]
+            self._count(self.games, result, before)
             self._show("games", done, len(games), GAME_BATCH)
 
     def _moves_files(self) -> dict[int, Path]:
