@@ -1,20 +1,26 @@
 """A 1995 game as this server stores it: its moves replayed with python-chess from the
 standard start, and its state decided from est_partida and the position reached. No IO.
 
-What the old server recorded is kept, with these exceptions, each noted for the report:
+What the old server recorded is kept, with these exceptions, each noted for the report,
+so that every game imported is one this server could have written (``db check`` finds
+nothing to say about it, ``domain/gamecheck.py``):
 
 - Moves are imported up to the first one that does not replay (illegal, ``posicion`` or
   ``promocion`` not agreeing with ``jugada``, a malformed or out-of-order line), or up to
   the position where the game ended by the rules (checkmate, stalemate, insufficient
   material, fivefold repetition, the seventy-five-move rule): this server stores no move
-  it would have refused. The game keeps its status and result; an active one goes on from
-  the last move kept.
+  it would have refused. The game keeps its status; an active one goes on from the last
+  move kept.
 - The old server never detected mate. An active game whose position is over by the rules
   is finished on import with the rules' result; an active game with a resignation
   (solicitud 3) or an accepted draw offer (1 and 2, or 1 and 1) recorded in it is
   finished as that says. Either way its winner is credited a win, as a game ending on
   this server is; the wins recorded in usuarios are kept as they are.
-- A finished game keeps its recorded result, also when the position disagrees (noted).
+- A finished game whose position is over by the rules has the rules' result, whatever
+  was recorded (the game ended there; the wins in usuarios are kept as they are). Any
+  other finished game keeps its recorded result; one with none (ganador 0) takes it from
+  its request fields (a resignation, an accepted draw), else it is imported as aborted,
+  without a result, as a game ended on time before its first move is.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from ajedrez.domain.export import result_text
 from ajedrez.domain.fen import position_fen
 from ajedrez.protocol.fields import format_partida
 from ajedrez.protocol.records import (
+    END_ABORTED,
     REQ_ACCEPT,
     REQ_NONE,
     REQ_OFFER,
@@ -121,16 +128,19 @@ def replay(pen: PenFile, file: str) -> _Replay:
     base_ply, base_fen = 0, None
     stop, dropped = pen.stop, pen.unread
     for i, m in enumerate(pen.moves):
-        ending = board.outcome(claim_draw=False)
+        ending = _ended(board)
+        if ending is None:
+            try:
+                legal = rules.check_move(board, m.jugada, m.posicion, m.promocion)
+            except Failure as f:
+                ending = board.outcome(claim_draw=False)  # mated or stalemated: no move is legal
+                if ending is None:
+                    stop = Problem(file, m.line, f"ply {m.ply}: {f.reason}")
+                    dropped = len(pen.moves) - i + pen.unread
+                    break
         if ending is not None:
             name = rules.ending_name(ending.termination)
             stop = Problem(file, m.line, f"the game was over at ply {m.ply - 1} ({name})")
-            dropped = len(pen.moves) - i + pen.unread
-            break
-        try:
-            legal = rules.check_move(board, m.jugada, m.posicion, m.promocion)
-        except Failure as f:
-            stop = Problem(file, m.line, f"ply {m.ply}: {f.reason}")
             dropped = len(pen.moves) - i + pen.unread
             break
         irreversible = board.is_irreversible(legal)
@@ -139,6 +149,20 @@ def replay(pen: PenFile, file: str) -> _Replay:
             base_ply, base_fen = m.ply, position_fen(board)
         kept.append(PlannedMove(m.ply, m.jugada, m.reverso, m.posicion, m.promocion, san))
     return _Replay(board, tuple(kept), base_ply, base_fen, stop, dropped)
+
+
+def _ended(board: chess.Board) -> chess.Outcome | None:
+    """The ending of a position that still has legal moves (insufficient material, the
+    seventy-five-move rule, fivefold repetition), by the cheap tests first: a full
+    ``outcome()`` at every ply would cost more than the rest of the replay. Mate and
+    stalemate show as a move that is not legal."""
+    if (
+        board.is_insufficient_material()
+        or board.halfmove_clock >= 150
+        or (board.halfmove_clock >= rules.FIVEFOLD_MIN_PLIES and board.is_fivefold_repetition())
+    ):
+        return board.outcome(claim_draw=False)
+    return None
 
 
 def plan_game(game: OldGame, pen: PenFile, file: str) -> PlannedGame:
@@ -196,8 +220,8 @@ def _active(game: OldGame, outcome: chess.Outcome | None, notes: list[str]) -> _
         return STATUS_FINISHED, winner, name, reqs, end
     if REQ_RESIGN in reqs:
         if reqs == (REQ_RESIGN, REQ_RESIGN):
-            end = "active, but both players resigned: finished on import without a result"
-            return STATUS_FINISHED, WINNER_NONE, RECORDED, reqs, end
+            end = "active, but both players resigned: finished on import as aborted"
+            return STATUS_FINISHED, WINNER_NONE, END_ABORTED, reqs, end
         winner = WINNER_BLACK if game.req_white == REQ_RESIGN else WINNER_WHITE
         who = "white" if winner == WINNER_BLACK else "black"
         end = f"active, but {who} resigned: finished on import, {_result(winner)}"
@@ -215,17 +239,27 @@ def _active(game: OldGame, outcome: chess.Outcome | None, notes: list[str]) -> _
 
 
 def _finished(game: OldGame, outcome: chess.Outcome | None, notes: list[str]) -> _State:
-    """A finished game: its recorded result; when none is recorded (ganador 0), the one
-    its request fields or its position give."""
+    """A finished game: the result its position decides if it is over by the rules, else
+    the one recorded; with none recorded (ganador 0), the one its request fields give,
+    else none (aborted)."""
     reqs = (game.req_white, game.req_black)
-    by_rules = None if outcome is None else rules.winner_code(outcome.winner)
+    recorded = _result(game.winner) if game.winner != WINNER_NONE else "none (ganador 0)"
+    if outcome is not None:
+        winner = rules.winner_code(outcome.winner)
+        name = rules.ending_name(outcome.termination)
+        if winner != game.winner:
+            notes.append(
+                f"recorded result {recorded}, but the position is {name}: imported as "
+                f"{_result(winner)}"
+            )
+        return STATUS_FINISHED, winner, name, reqs, None
     winner = game.winner
     if winner == WINNER_NONE:
-        winner = _derived(reqs, by_rules)
+        winner = _derived(reqs)
         if winner == WINNER_NONE:
-            notes.append("finished without a result (ganador 0): imported without one")
-        else:
-            notes.append(f"finished with ganador 0: {_result(winner)} from the game's record")
+            notes.append("finished without a result (ganador 0): imported as aborted")
+            return STATUS_FINISHED, WINNER_NONE, END_ABORTED, reqs, None
+        notes.append(f"finished with ganador 0: {_result(winner)} from the request fields")
     resigned = (reqs[0] == REQ_RESIGN and winner == WINNER_BLACK) or (
         reqs[1] == REQ_RESIGN and winner == WINNER_WHITE
     )
@@ -233,27 +267,19 @@ def _finished(game: OldGame, outcome: chess.Outcome | None, notes: list[str]) ->
         reason = RESIGNATION
     elif winner == WINNER_DRAW and REQ_ACCEPT in reqs:
         reason = AGREEMENT
-    elif outcome is not None and by_rules == winner:
-        reason = rules.ending_name(outcome.termination)
     else:
         reason = RECORDED
-    if outcome is not None and by_rules != winner:
-        name = rules.ending_name(outcome.termination)
-        notes.append(
-            f"the position is {name} ({_result(by_rules or WINNER_NONE)}) but the recorded "
-            f"result is {_result(winner)}: kept as recorded"
-        )
     return STATUS_FINISHED, winner, reason, reqs, None
 
 
-def _derived(reqs: Sequence[int], by_rules: int | None) -> int:
+def _derived(reqs: Sequence[int]) -> int:
     if reqs[0] == REQ_RESIGN and reqs[1] != REQ_RESIGN:
         return WINNER_BLACK
     if reqs[1] == REQ_RESIGN and reqs[0] != REQ_RESIGN:
         return WINNER_WHITE
     if REQ_ACCEPT in reqs:
         return WINNER_DRAW
-    return by_rules if by_rules is not None else WINNER_NONE
+    return WINNER_NONE
 
 
 def _result(winner: int) -> str:

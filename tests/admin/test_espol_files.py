@@ -22,7 +22,7 @@ from ajedrez.admin.espol_files import (
     parse_usuarios,
 )
 from ajedrez.admin.espol_games import RECORDED, plan_game
-from ajedrez.protocol.records import REQ_OFFER, STATUS_ACTIVE, STATUS_FINISHED
+from ajedrez.protocol.records import END_ABORTED, REQ_OFFER, STATUS_ACTIVE, STATUS_FINISHED
 from tests.support.espol_data import SAMPLE, SAMPLE_USERS, pen_line, pen_text, san_moves
 
 
@@ -279,7 +279,7 @@ def test_moves_after_the_end_are_not_imported():
 @pytest.mark.parametrize(
     ("reqs", "winner", "reason"),
     [((3, 0), 2, "resignation"), ((0, 3), 1, "resignation"), ((1, 2), 3, "agreement"),
-     ((1, 1), 3, "agreement"), ((3, 3), 0, RECORDED)],
+     ((1, 1), 3, "agreement"), ((3, 3), 0, END_ABORTED)],
 )  # fmt: skip
 def test_an_active_game_with_its_end_recorded_is_finished(reqs, winner, reason):
     g = planned(san_moves("e4"), req_white=reqs[0], req_black=reqs[1])
@@ -298,20 +298,42 @@ def test_an_active_game_keeps_its_draw_offer():
     )
 
 
-def test_a_finished_game_keeps_its_recorded_result():
+def test_a_finished_game_has_the_result_its_position_decides():
     mate = san_moves("f3", "e5", "g4", "Qh4#")
     g = planned(mate, status=2, winner=1)
-    assert (g.winner, g.end_reason, g.credit) == (1, RECORDED, False)
+    assert (g.winner, g.end_reason, g.credit) == (2, "checkmate", False)
+    assert g.notes == ("recorded result 1-0, but the position is checkmate: imported as 0-1",)
+    g = planned(mate, status=2, winner=0)
+    assert (g.winner, g.end_reason) == (2, "checkmate")
     assert g.notes == (
-        "the position is checkmate (0-1) but the recorded result is 1-0: kept as recorded",
+        "recorded result none (ganador 0), but the position is checkmate: imported as 0-1",
     )
+    g = planned(mate, status=2, winner=2, req_white=3)
+    assert (g.winner, g.end_reason, g.notes) == (2, "checkmate", ())
+
+
+def test_any_other_finished_game_keeps_its_recorded_result():
+    g = planned(san_moves("e4"), status=2, winner=2)
+    assert (g.winner, g.end_reason, g.notes) == (2, RECORDED, ())
     g = planned(san_moves("e4"), status=2, winner=0, req_black=3)
     assert (g.winner, g.end_reason) == (1, "resignation")
-    assert g.notes == ("finished with ganador 0: 1-0 from the game's record",)
+    assert g.notes == ("finished with ganador 0: 1-0 from the request fields",)
     g = planned(san_moves("e4"), status=2, winner=0)
-    assert (g.winner, g.end_reason) == (0, RECORDED)
+    assert (g.winner, g.end_reason) == (0, END_ABORTED)
+    assert g.notes == ("finished without a result (ganador 0): imported as aborted",)
     g = planned(san_moves("d4"), status=2, winner=3, req_white=1, req_black=2)
     assert (g.winner, g.end_reason, g.notes) == (3, "agreement", ())
+
+
+def test_a_game_over_by_a_rule_that_leaves_moves():
+    # The start position five times: fivefold repetition ends the game, moves remain.
+    dance = san_moves(*["Nf3", "Nf6", "Ng1", "Ng8"] * 4, "e4")
+    g = planned(dance)
+    assert len(g.moves) == 16 and g.dropped == 1
+    assert g.stop is not None and g.stop.line == 17
+    assert g.stop.message == "the game was over at ply 16 (fivefold repetition)"
+    assert (g.status, g.winner, g.end_reason) == (STATUS_FINISHED, 3, "fivefold repetition")
+    assert g.end_note == "active, but fivefold repetition: finished on import, 1/2-1/2"
 
 
 # -- challenges ----------------------------------------------------------------------------

@@ -116,8 +116,7 @@ def test_the_sample_is_imported_and_reported(run, store):
     assert section(r.out, "other changes made on import:") == [
         "autorizados/usuarios:8: user 'gonzalo': comment: characters a comment may not hold "
         "replaced or dropped",
-        "P0000015: the position is checkmate (0-1) but the recorded result is 1-0: kept as "
-        "recorded",
+        "P0000015: recorded result 1-0, but the position is checkmate: imported as 0-1",
     ]
     problems = section(r.out, "not imported:")
     assert len(problems) == 25
@@ -162,9 +161,9 @@ def test_the_sample_is_imported_and_reported(run, store):
     assert games["P0000005"][1:6] == ["ernesto", "fabiola", "finished", "0-1", "4"]
     assert games["P0000006"][1:6] == ["gonzalo", "hilda", "active", "*", "4"]
     assert games["P0000014"][1:6] == ["ana", "julia", "active", "*", "0"]
-    assert games["P0000015"][1:6] == ["fabiola", "gonzalo", "finished", "1-0", "4"]
+    assert games["P0000015"][1:6] == ["fabiola", "gonzalo", "finished", "0-1", "4"]
     assert " ".join(games["P0000001"][10:]) == "resignation"
-    assert " ".join(games["P0000015"][10:]) == "as recorded in ESPOL 1995"
+    assert " ".join(games["P0000015"][10:]) == "checkmate"
     pgn = run("games", "export", "P0000003").out
     assert "3. exd6 e6 4. dxc7 Be7 5. cxd8=Q+ Bxd8 6. Nf3 O-O" in pgn and "8. O-O e5 *" in pgn
     assert '[Date "1995.05.14"]' in pgn
@@ -179,6 +178,11 @@ def test_the_sample_is_imported_and_reported(run, store):
         ("hilda", "carlos"),
         ("ivan", "ana"),
     ]
+
+    # Every game is one this server could have written.
+    check = run("db", "check")
+    assert check.status == 0, check
+    assert "games: 13 replayed (109 moves)" in check.out and check.out.endswith("ok\n")
 
     # The audit trail: the import, and a note for each game changed on import.
     trail = [e for e in audit.entries(db) if e.action == "import espol"]
@@ -466,6 +470,8 @@ def test_a_large_import_shows_progress_and_completes_after_a_failure(
     assert lines[-3].startswith("games: 500 imported, 200 already imported, 0 skipped")
     assert lines[-1] == "next game number: P0000706"  # server.eje's 705, then one more
     assert counts(db)["games"] == 700
+    check = run("db", "check")
+    assert check.status == 0 and check.out.endswith("ok\n"), check
     r = run("import", "espol", str(tmp_path))
     assert r.out.splitlines()[-3].startswith("games: 0 imported, 700 already imported")
     name, password = accounts[3]
