@@ -143,11 +143,17 @@ def replay(pen: PenFile, file: str) -> _Replay:
             stop = Problem(file, m.line, f"the game was over at ply {m.ply - 1} ({name})")
             dropped = len(pen.moves) - i + pen.unread
             break
-        irreversible = board.is_irreversible(legal)
+        if board.is_irreversible(legal):
+            base_ply = m.ply
         san = board.san_and_push(legal)
-        if irreversible:
-            base_ply, base_fen = m.ply, position_fen(board)
         kept.append(PlannedMove(m.ply, m.jugada, m.reverso, m.posicion, m.promocion, san))
+    if base_ply:
+        # The position after the last irreversible move, once (a FEN at each such move
+        # cost a quarter of the replay).
+        base = board.copy()
+        for _ in range(len(kept) - base_ply):
+            base.pop()
+        base_fen = position_fen(base)
     return _Replay(board, tuple(kept), base_ply, base_fen, stop, dropped)
 
 

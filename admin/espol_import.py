@@ -419,8 +419,8 @@ class Import:
             def write(tx: Tx, rows: list[object]) -> None:
                 games_ = [g for g in rows if isinstance(g, PlannedGame)]
                 ids = imported.user_ids(tx, [n for g in games_ for n in (g.white, g.black)])
+                imported.add_games(tx, [(g, ids[g.white], ids[g.black], g.credit) for g in games_])
                 for g in games_:
-                    imported.add_game(tx, g, ids[g.white], ids[g.black], g.credit)
                     if g.all_notes:
                         tx.audit(self.by, AUDIT_ACTION, g.pid, "; ".join(g.all_notes))
 

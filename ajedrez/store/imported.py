@@ -200,50 +200,53 @@ def active_pairs(tx: Tx, names: Iterable[str]) -> set[frozenset[str]]:
     return pairs
 
 
-def add_game(tx: Tx, game: GameValues, white_id: int, black_id: int, credit: bool) -> None:
-    """The game with its own number and its moves; ``credit``: its winner is credited a
-    win (a game that ended on import; the wins of the others are in the accounts)."""
-    lo, hi = sorted((white_id, black_id))
-    tx.conn.execute(
-        insert(Game).values(
-            id=game.game_id,
-            white_id=white_id,
-            black_id=black_id,
-            user_lo=lo,
-            user_hi=hi,
-            status=game.status,
-            winner=game.winner,
-            req_white=game.req_white,
-            req_black=game.req_black,
-            next_ply=len(game.moves) + 1,
-            fen=game.fen,
-            base_ply=game.base_ply,
-            base_fen=game.base_fen,
-            end_reason=game.end_reason,
-            created_at=game.created_at,
-            changed_at=tx.stamp,
-            finished_at=game.finished_at,
+def add_games(tx: Tx, games: Sequence[tuple[GameValues, int, int, bool]]) -> None:
+    """Games with their own numbers and their moves, each (game, white id, black id,
+    credit); ``credit``: its winner is credited a win (a game that ended on import; the
+    wins of the others are in the accounts)."""
+    rows, moves, credited = [], [], []
+    for game, white_id, black_id, credit in games:
+        rows.append(
+            {
+                "id": game.game_id,
+                "white_id": white_id,
+                "black_id": black_id,
+                "user_lo": min(white_id, black_id),
+                "user_hi": max(white_id, black_id),
+                "status": game.status,
+                "winner": game.winner,
+                "req_white": game.req_white,
+                "req_black": game.req_black,
+                "next_ply": len(game.moves) + 1,
+                "fen": game.fen,
+                "base_ply": game.base_ply,
+                "base_fen": game.base_fen,
+                "end_reason": game.end_reason,
+                "created_at": game.created_at,
+                "changed_at": tx.stamp,
+                "finished_at": game.finished_at,
+            }
         )
-    )
-    for chunk in _chunks(list(game.moves)):
-        tx.conn.execute(
-            insert(Move),
-            [
-                {
-                    "game_id": game.game_id,
-                    "ply": m.ply,
-                    "jugada": m.jugada,
-                    "reverso": m.reverso,
-                    "posicion": m.posicion,
-                    "promocion": m.promocion,
-                    "san": m.san,
-                    "created_at": game.created_at,
-                }
-                for m in chunk
-            ],
-        )
-    if credit and game.winner in (WINNER_WHITE, WINNER_BLACK):
-        winner_id = white_id if game.winner == WINNER_WHITE else black_id
+        moves += [
+            {
+                "game_id": game.game_id,
+                "ply": m.ply,
+                "jugada": m.jugada,
+                "reverso": m.reverso,
+                "posicion": m.posicion,
+                "promocion": m.promocion,
+                "san": m.san,
+                "created_at": game.created_at,
+            }
+            for m in game.moves
+        ]
+        if credit and game.winner in (WINNER_WHITE, WINNER_BLACK):
+            credited.append(white_id if game.winner == WINNER_WHITE else black_id)
+    for chunk in _chunks(rows):
+        tx.conn.execute(insert(Game), chunk)
+    for chunk in _chunks(moves):
+        tx.conn.execute(insert(Move), chunk)
+    for winner_id in credited:
         tx.conn.execute(update(User).where(User.id == winner_id).values(wins=User.wins + 1))
 
 

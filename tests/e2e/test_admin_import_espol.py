@@ -439,16 +439,16 @@ def test_a_large_import_shows_progress_and_completes_after_a_failure(
 ):
     _, db = store
     accounts = write_large(tmp_path, users=30, games=700, seed=7)
-    real = imported.add_game
+    real = imported.add_games
     calls = [0]
 
-    def failing(tx, game, white_id, black_id, credit):  # type: ignore[no-untyped-def]
-        real(tx, game, white_id, black_id, credit)
+    def failing(tx, games):  # type: ignore[no-untyped-def]
+        real(tx, games)
         calls[0] += 1
-        if calls[0] == 250:  # in the second batch of games, its game written
+        if calls[0] == 2:  # the second batch of games, written, then the machine fails
             raise RuntimeError("the machine went down")
 
-    monkeypatch.setattr(imported, "add_game", failing)
+    monkeypatch.setattr(imported, "add_games", failing)
     r = run("import", "espol", str(tmp_path))
     assert r.status == 3, r  # an unexpected failure: the database's status
     assert "import espol: games 200/700" in r.err
@@ -456,7 +456,7 @@ def test_a_large_import_shows_progress_and_completes_after_a_failure(
     with db.engine.connect() as conn:
         assert conn.scalar(select(func.max(Move.game_id))) <= 200
 
-    monkeypatch.setattr(imported, "add_game", real)
+    monkeypatch.setattr(imported, "add_games", real)
     r = run("import", "espol", str(tmp_path))
     assert r.status == 0, r
     assert r.err.splitlines() == [
