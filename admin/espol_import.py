@@ -273,7 +273,7 @@ class Import:
 
             write = partial(_write_accounts, hashes)
             result = self._written(new, decide, write, lambda u: f"user '{u.name}'")
-            for u in result.new + found.already:
+            for u in result.new + result.already + found.already:
                 assert isinstance(u, OldUser)
                 self.ours.add(u.name)
             for u in result.new:
