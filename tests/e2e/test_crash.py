@@ -10,7 +10,8 @@ retry rule), and otherwise it simply goes on from what is stored.
 At the end (after one last SIGKILL): every acknowledged move is in ``moves``; every game
 of these players replays legally with python-chess, has ``next_ply`` = plies + 1, the
 stored position and status agree with the replay; on SQLite ``PRAGMA integrity_check``
-is ``ok``. A server restarted on the result must serve those games.
+is ``ok``; ``ajedrez-admin db check`` finds no problem in the test's database. A server
+restarted on the result must serve those games.
 
 ``AJEDREZ_CRASH_SEED`` and ``AJEDREZ_CRASH_KILLS`` reproduce or lengthen a run.
 """
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 import chess
 from sqlalchemy import bindparam, text
 
+from ajedrez.domain.accounts import Accounts
 from tests.support.common import PASSWORD, unique_name
 from tests.support.espol import Closed, Conn, Reply
 from tests.support.hardening import ask, log_in, sqlite_path, stored_move
@@ -40,7 +42,7 @@ from tests.support.play import (
     promocion,
     since_answer,
 )
-from tests.support.server import ServerProcess, start_server
+from tests.support.server import ServerProcess, admin, start_server
 
 KILLS = int(os.environ.get("AJEDREZ_CRASH_KILLS", "24"))  # plus the final one
 PAIRS = 6  # client threads, each playing one game at a time between its two users
@@ -302,7 +304,10 @@ def _spar(pair: Pair, pid: str) -> list[list[str]]:
     return [rec.split(":") for p in parts for rec in p.text.split(",")]
 
 
-def test_acknowledged_moves_survive_sigkill(database_url, db, accounts):
+def test_acknowledged_moves_survive_sigkill(own_db):
+    # A database of its own: ajedrez-admin db check at the end judges every game in it.
+    database_url, db = own_db
+    accounts = Accounts(db)
     rng = random.Random(SEED)
     names = [unique_name("k") for _ in range(2 * PAIRS)]
     for name in names:
@@ -349,6 +354,9 @@ def test_acknowledged_moves_survive_sigkill(database_url, db, accounts):
     replayed = _check_games_replay(db, names)
     assert game_ids <= replayed
     integrity = _check_sqlite_integrity(database_url)
+    checked = admin(database_url, "db", "check")
+    assert checked.returncode == 0, (checked.stdout, checked.stderr)
+    assert checked.stdout.splitlines()[-1] == "ok", checked.stdout
 
     # A server started on what the crashes left serves the games as stored.
     srv = start_server(database_url)
