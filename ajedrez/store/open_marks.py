@@ -55,7 +55,7 @@ class OpenMarks:
             "%s: its write-ahead log %s is missing, yet the process that last used the "
             "database did not stop cleanly: the log was probably deleted, and with it every "
             "write not yet copied into the database, acknowledged moves included; never "
-            "delete a -wal file (docs/operations.md, 'Backups')",
+            "delete a -wal file (docs/operations.md, 'Backups and restore')",
             self.database,
             self.wal.name,
         )
