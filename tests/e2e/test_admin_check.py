@@ -20,7 +20,7 @@ from ajedrez.domain.rules import PROMOTION_CODES
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import alembic_config, upgrade
 from ajedrez.store.models import Event, Game, Move
-from tests.support.admin import Result, assert_error, assert_ok, in_process
+from tests.support.admin import Result, assert_error, assert_ok, in_process, on_terminal
 from tests.support.common import PASSWORD, unique_name
 from tests.support.databases import fresh_database, on_postgres
 from tests.support.hardening import sqlite_path
@@ -307,3 +307,13 @@ def run_on(
 ) -> Callable[..., Result]:
     cli = in_process("sqlite:///unused", monkeypatch, capsys)
     return lambda u, *args: cli(*args, url=u)
+
+
+def test_progress_on_a_terminal(db: Database, url: str) -> None:
+    a, b, c = users(db, 3)
+    add_game(db, a, b, OPENING)
+    add_game(db, a, c, FOOLS_MATE)
+    status, shown = on_terminal(url, "db", "check")
+    assert status == 0, shown
+    assert "2 of 2 games checked" in shown, shown
+    assert shown.rstrip("\n").endswith("ok"), shown
