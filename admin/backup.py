@@ -37,14 +37,17 @@ def db_restore(url: URL, args: argparse.Namespace) -> None:
 
     def ask(question: str) -> None:
         if asks(args):
+            _end_progress()  # the question on a line of its own
             confirm(question)
 
     try:
-        Database.kind(url).restore(url, file, ask)
+        Database.kind(url).restore(url, file, ask, _progress())
     except ToolMissing as e:
         raise AdminError(str(e), EXIT_DATABASE) from None
     except Refused as e:
         raise AdminError(str(e), EXIT_REFUSED) from None
+    finally:
+        _end_progress()
     print(f"restored {redact(url)} from {file}")
     db = Database(url, pool_size=2, create=False)
     try:

@@ -198,7 +198,9 @@ class Database:
         raise NotImplementedError
 
     @classmethod
-    def restore(cls, url: URL, file: Path, confirm: Confirm) -> None:
+    def restore(
+        cls, url: URL, file: Path, confirm: Confirm, progress: Progress | None = None
+    ) -> None:
         """Replace the database ``url`` names with the backup ``file``: ``Refused``, with
         nothing changed, when ``file`` is no backup or anything uses the database; asks
         ``confirm`` before the first change."""

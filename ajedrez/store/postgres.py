@@ -83,9 +83,11 @@ class PostgresDatabase(Database):
         return postgres_backup.backup(self.engine, self.url, file, progress)
 
     @classmethod
-    def restore(cls, url: URL, file: Path, confirm: Confirm) -> None:
+    def restore(
+        cls, url: URL, file: Path, confirm: Confirm, progress: Progress | None = None
+    ) -> None:
         target = create_engine(url, poolclass=NullPool, connect_args=_named(url))
-        postgres_backup.restore(target, url, file, confirm)
+        postgres_backup.restore(target, url, file, confirm, progress)
 
     @contextmanager
     def snapshot(self) -> Iterator[Connection]:

@@ -64,7 +64,9 @@ def backup(engine: Engine, url: URL, file: Path, progress: Progress | None) -> s
     return f"schema {schema}, {file.stat().st_size:,} bytes"
 
 
-def restore(engine: Engine, url: URL, file: Path, confirm: Confirm) -> None:
+def restore(
+    engine: Engine, url: URL, file: Path, confirm: Confirm, progress: Progress | None
+) -> None:
     """``engine`` on the database to restore into; disposed of before the restore, so
     that its connections are not among the sessions that refuse it."""
     conninfo, password = libpq_target(url)
@@ -104,8 +106,11 @@ def restore(engine: Engine, url: URL, file: Path, confirm: Confirm) -> None:
         raise Refused(f"the database is in use ({sessions}): stop every server first")
     with tempfile.TemporaryDirectory(prefix="ajedrez-restore-") as work:
         sql = Path(work) / "restore.sql"
+        verbose = [] if progress is None else ["--verbose"]
         converted = run(
-            [pg_restore, "--no-owner", "--no-privileges", f"--file={sql}", str(file)], None
+            [pg_restore, *verbose, "--no-owner", "--no-privileges", f"--file={sql}", str(file)],
+            None,
+            progress,
         )
         if converted.returncode != 0:
             raise Refused(f"{file} is not a complete backup: {first_error(converted.stderr)}")

@@ -147,8 +147,10 @@ class SqliteDatabase(Database):
         return sqlite_backup.backup(self.engine, file, progress)
 
     @classmethod
-    def restore(cls, url: URL, file: Path, confirm: Confirm) -> None:
-        sqlite_backup.restore(url, file, confirm)
+    def restore(
+        cls, url: URL, file: Path, confirm: Confirm, progress: Progress | None = None
+    ) -> None:
+        sqlite_backup.restore(url, file, confirm, progress)
 
     def integrity_problems(self) -> list[str]:
         with self.read() as conn:

@@ -25,7 +25,7 @@ import os
 import secrets
 import sqlite3
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -49,12 +49,7 @@ def backup(engine: Engine, file: Path, progress: Progress | None) -> str:
             source.execute("SELECT count(*) FROM sqlite_schema").fetchone()
             target = sqlite3.connect(partial)
             try:
-
-                def step(_status: int, remaining: int, total: int) -> None:
-                    if progress is not None:
-                        progress(f"copied {total - remaining:,} of {total:,} pages")
-
-                source.backup(target, pages=STEP_PAGES, progress=step)
+                source.backup(target, pages=STEP_PAGES, progress=_pages(progress))
                 target.execute("PRAGMA journal_mode = DELETE").fetchone()
                 pages = int(target.execute("PRAGMA page_count").fetchone()[0])
                 games = _count_games(target)
@@ -66,7 +61,7 @@ def backup(engine: Engine, file: Path, progress: Progress | None) -> str:
     return f"{games:,} games, {pages:,} pages, {size:,} bytes"
 
 
-def restore(url: URL, file: Path, confirm: Confirm) -> None:
+def restore(url: URL, file: Path, confirm: Confirm, progress: Progress | None) -> None:
     path = sqlite_file(url)
     if path is None:
         raise Refused("the database URL names no SQLite file to restore into")
@@ -87,7 +82,7 @@ def restore(url: URL, file: Path, confirm: Confirm) -> None:
                 raise Refused(_in_use(path))
             new = path.with_name(f".{path.name}.restore-{secrets.token_hex(4)}")
             try:
-                _copy(file, new)
+                _copy(file, new, progress)
                 _same_owner(path, new)
                 for stale in ("-wal", "-shm"):
                     with contextlib.suppress(FileNotFoundError):
@@ -150,15 +145,27 @@ def _count_games(con: sqlite3.Connection) -> int:
     return int(con.execute("SELECT count(*) FROM games").fetchone()[0])
 
 
-def _copy(file: Path, new: Path) -> None:
+def _copy(file: Path, new: Path, progress: Progress | None) -> None:
     fd = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.close(fd)
     with _read_only(file) as source:
         target = sqlite3.connect(new)
         try:
-            source.backup(target)
+            source.backup(target, pages=STEP_PAGES, progress=_pages(progress))
         finally:
             target.close()
+
+
+def _pages(progress: Progress | None) -> Callable[[int, int, int], object] | None:
+    """The backup API's report of each step, as a line of progress."""
+    if progress is None:
+        return None
+    shown = progress
+
+    def step(_status: int, remaining: int, total: int) -> None:
+        shown(f"copied {total - remaining:,} of {total:,} pages")
+
+    return step
 
 
 def _same_owner(path: Path, new: Path) -> None:

@@ -6,6 +6,7 @@ not a whole backup, leaving the database as it was."""
 from __future__ import annotations
 
 import random
+import re
 import threading
 import traceback
 from collections.abc import Callable, Iterator
@@ -317,13 +318,19 @@ def test_without_pg_dump(
     assert_error(r, 3, "is not installed", "pg_restore")
 
 
-def test_progress_on_a_terminal(source: str, tmp_path: Path) -> None:
+def test_progress_on_a_terminal(source: str, target: str, tmp_path: Path) -> None:
     prepared(source)
     file = tmp_path / "shown.backup"
     status, shown = on_terminal(source, "db", "backup", str(file))
     assert status == 0, shown
     assert ("pg_dump: " if on_postgres() else " pages") in shown, shown
     assert f"backup written to {file}" in shown
+    prepared(target)
+    status, shown = on_terminal(target, "db", "restore", str(file), answers=(("[y/N] ", "y"),))
+    assert status == 0, shown
+    assert ("pg_restore: " if on_postgres() else " pages") in shown, shown
+    assert re.search(r"(^|\n)replace ", shown), shown  # the question starts its own line
+    assert shown.rstrip("\n").endswith("ok"), shown
 
 
 def test_help_lists_the_commands(run: Callable[..., Result]) -> None:
