@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser_class=_Parser,
     )
 
-    db = top.add_parser("db", help="the database schema").add_subparsers(
+    db = top.add_parser("db", help="the database: schema, backups, checks, copies").add_subparsers(
         dest="action", required=True
     )
     up = db.add_parser("upgrade", help="bring the schema to the newest migration")
