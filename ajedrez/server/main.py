@@ -12,6 +12,7 @@ import socket
 import ssl
 import sys
 import threading
+from collections.abc import Callable
 from functools import partial
 
 from ajedrez import __version__
@@ -19,7 +20,7 @@ from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.games import Games
 from ajedrez.protocol.timecontrol import DAY_MS, parse_control
-from ajedrez.server import loops, metrics
+from ajedrez.server import logs, loops, metrics, notify
 from ajedrez.server.monitor import Health, Monitor
 from ajedrez.server.prefork import Listeners, Master, open_listener
 from ajedrez.server.reactor import LISTEN_BACKLOG, Reactor, tls_context
@@ -40,8 +41,6 @@ from ajedrez.store.writer_process import (
 )
 
 log = logging.getLogger("ajedrez")
-LOG_FORMAT_PREFIX = "%(asctime)s %(levelname)s"
-LOG_FORMAT_MESSAGE = "%(name)s: %(message)s"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,11 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as e:
         print(f"ajedrez-server: {e}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=settings.log_level,
-        format=f"{LOG_FORMAT_PREFIX} {LOG_FORMAT_MESSAGE}",
-    )
+    logs.setup(settings.log_level, settings.log_format)
     url = resolve_url(settings.database_url)
     try:
         db = _database(url, settings)
@@ -177,13 +172,6 @@ def _health(db: Database) -> tuple[bool, str]:
     return True, ""
 
 
-def _log_as(process: str) -> None:
-    for handler in logging.getLogger().handlers:
-        handler.setFormatter(
-            logging.Formatter(f"{LOG_FORMAT_PREFIX} [{process}] {LOG_FORMAT_MESSAGE}")
-        )
-
-
 Time = tuple[Clock, ClockRules]
 
 
@@ -257,7 +245,7 @@ def _serve_workers(
 
     def run_writer() -> int:
         assert writer is not None
-        _log_as("writer")
+        logs.log_as("writer")
         in_child()
         for sock in listeners.values():
             sock.close()
@@ -274,8 +262,8 @@ def _serve_workers(
         finally:
             db.dispose()
 
-    def run_worker(number: int) -> int:
-        _log_as(f"worker {number}")
+    def run_worker(number: int, serving: Callable[[], None]) -> int:
+        logs.log_as(f"worker {number}")
         in_child()
         db = _database(url, settings)
         if writer is not None:
@@ -283,7 +271,14 @@ def _serve_workers(
             db.writer_process = WriterClient(writer[0])
         try:
             serve = _serve(
-                settings, db, tls, time, listeners, scheduler=number == 1, metrics_dir=counted
+                settings,
+                db,
+                tls,
+                time,
+                listeners,
+                scheduler=number == 1,
+                metrics_dir=counted,
+                serving=serving,
             )
             return loops.run(serve, settings.event_loop)
         finally:
@@ -317,9 +312,11 @@ async def _serve(
     *,
     scheduler: bool,
     metrics_dir: str | None = None,
+    serving: Callable[[], None] | None = None,
 ) -> int:
     """Serve until stopped; ``scheduler``: this process ends games on time;
-    ``metrics_dir``: where it counts (None: it does not)."""
+    ``metrics_dir``: where it counts (None: it does not); ``serving``: called once it
+    serves (a worker's report to the master)."""
     lim = settings.limits
     counted = metrics.enable(metrics_dir)
     db.on_commit(counted.committed)
@@ -365,8 +362,11 @@ async def _serve(
         signal.signal(signum, lambda n, _frame: loop.call_soon_threadsafe(_stop, reactor, n))
     if listeners is None:
         _log_listening(opened)
+        notify.ready(", ".join(f"listening on {host}:{port}" for _kind, host, port in opened))
     else:
         log.info("serving")
+    if serving is not None:
+        serving()
     flagger = None
     if scheduler:
         retention = settings.event_retention_days * DAY_MS
@@ -401,6 +401,7 @@ def _log_listening(listeners: list[tuple[str, str, int]]) -> None:
 
 def _stop(reactor: Reactor, signum: int) -> None:
     log.info("received %s, stopping", signal.Signals(signum).name)
+    notify.stopping()  # a worker has forgotten the socket: only the main process says it
     reactor.stop()
 
 

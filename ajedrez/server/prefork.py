@@ -8,6 +8,9 @@ SIGTERM or SIGINT to the master stops every worker gracefully; a worker that die
 otherwise is replaced, unless workers keep dying as soon as they start. On PostgreSQL
 the master also runs the writer process (``store/writer_process.py``), supervised the
 same way.
+
+The master tells systemd it is ready (``notify.py``) once every worker has reported, over
+a pipe, that it serves: a worker calls the ``serving`` function ``run_worker`` is given.
 """
 
 from __future__ import annotations
@@ -16,10 +19,14 @@ import contextlib
 import ctypes
 import logging
 import os
+import select
 import signal
 import socket
 import time
 from collections.abc import Callable
+from functools import partial
+
+from ajedrez.server import notify
 
 log = logging.getLogger("ajedrez")
 
@@ -59,12 +66,13 @@ class Master:
         self,
         workers: int,
         listeners: Listeners,
-        run_worker: Callable[[int], int],
+        run_worker: Callable[[int, Callable[[], None]], int],
         stop_grace: float,
         run_writer: Callable[[], int] | None = None,
     ) -> None:
-        """``run_writer``: a process started before the workers, and replaced like them
-        if it dies (PostgreSQL's writer process, ``store/writer_process.py``)."""
+        """``run_worker(number, serving)``: a worker's life; it calls ``serving()`` once it
+        serves. ``run_writer``: a process started before the workers, and replaced like
+        them if it dies (PostgreSQL's writer process, ``store/writer_process.py``)."""
         self.workers = workers
         self.run_writer = run_writer
         self.stop_grace = stop_grace
@@ -74,10 +82,15 @@ class Master:
         self.children: dict[int, tuple[int, float]] = {}  # pid -> (worker number, start)
         self.stopping = False
         self.on_exit: Callable[[int], None] | None = None  # called with each ended child's pid
+        # Workers write their number to it once they serve; None until run() opens it.
+        self.serving_pipe: tuple[int, int] | None = None
+        self.not_serving_yet = set(range(1, workers + 1))
 
     def run(self) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, self._on_signal)
+        self.serving_pipe = os.pipe()
+        os.set_blocking(self.serving_pipe[0], False)
         first = 0 if self.run_writer is not None else 1
         for number in range(first, self.workers + 1):
             self._spawn(number)
@@ -89,7 +102,7 @@ class Master:
                 break
             if pid == 0:
                 self._kill_late_workers()
-                time.sleep(WAIT_POLL_SECONDS)
+                self._read_serving(WAIT_POLL_SECONDS)
                 continue
             number, started = self.children.pop(pid)
             code = os.waitstatus_to_exitcode(status)
@@ -110,7 +123,26 @@ class Master:
             self._spawn(number)
         for sock in self.listeners.values():
             sock.close()
+        for fd in self.serving_pipe:
+            os.close(fd)
         return 1 if failed else 0
+
+    def _read_serving(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for workers' reports; the first time every worker has
+        reported, the service is ready."""
+        assert self.serving_pipe is not None
+        readable, _, _ = select.select([self.serving_pipe[0]], [], [], timeout)
+        if not readable:
+            return
+        try:
+            data = os.read(self.serving_pipe[0], 4096)
+        except BlockingIOError:
+            return
+        if not self.not_serving_yet:
+            return  # a replaced worker's report: the service was ready long ago
+        self.not_serving_yet -= {int(n) for n in data.split()}
+        if not self.not_serving_yet and not self.stopping:
+            notify.ready(f"{self.workers} workers serving")
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         if not self.stopping:
@@ -119,6 +151,7 @@ class Master:
                 signal.Signals(signum).name,
                 len(self.children),
             )
+            notify.stopping()
         self._stop_all(signal.SIGTERM)
 
     def _kill_late_workers(self) -> None:
@@ -148,10 +181,14 @@ class Master:
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, signal.SIG_DFL)
                 _end_with_parent(master)
+                notify.forget()  # only the master speaks to systemd (NotifyAccess=main)
+                assert self.serving_pipe is not None
+                os.close(self.serving_pipe[0])
                 if number == 0 and self.run_writer is not None:
                     code = self.run_writer()
                 else:
-                    code = self.run_worker(number)
+                    serving = partial(_report, self.serving_pipe[1], number)
+                    code = self.run_worker(number, serving)
             except BaseException:
                 log.exception("%s failed", _name(number))
             finally:
@@ -159,6 +196,12 @@ class Master:
                 os._exit(code)
         self.children[pid] = (number, time.monotonic())
         log.info("%s started (pid %d)", _name(number), pid)
+
+
+def _report(fd: int, number: int) -> None:
+    """In a worker: tell the master it serves (a write under PIPE_BUF is atomic)."""
+    with contextlib.suppress(OSError):
+        os.write(fd, f"{number}\n".encode())
 
 
 def _name(number: int) -> str:

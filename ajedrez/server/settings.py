@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from ajedrez.protocol.framing import MAX_LINE
 from ajedrez.protocol.timecontrol import parse_control
 from ajedrez.server import loops
+from ajedrez.server.logs import LOG_FORMATS
 
 DEFAULT_PORT = 1995  # the year of ESPOL 2.0; above 1024 so no privileges are needed
 DEFAULT_HOST = "127.0.0.1"
@@ -63,6 +64,7 @@ class Settings:
     event_loop: str = field(default_factory=loops.default)  # see ajedrez/loops.py
     command_threads: int = 16
     log_level: str = "INFO"
+    log_format: str = "text"  # or "json": one object a line (logs.py)
     sqlite_busy_timeout: float = 10.0
     sqlite_group_commit: int = 32  # most SQLite writes sharing one commit (1: one each)
     # PostgreSQL with --workers: one process commits every worker's moves (writer_process.py);
@@ -116,6 +118,8 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
     for name in ("workers", "command_threads", "sqlite_group_commit", "chat_per_minute"):
         if getattr(settings, name) < 1:
             raise SettingsError(f"setting {name} must be at least 1")
+    if settings.log_format not in LOG_FORMATS:
+        raise SettingsError(f"log_format must be one of {', '.join(LOG_FORMATS)}")
     if settings.event_loop not in loops.EVENT_LOOPS:
         raise SettingsError(f"event_loop must be one of {', '.join(loops.EVENT_LOOPS)}")
     if not loops.available(settings.event_loop):
@@ -186,6 +190,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help=f"({d.log_level})"
+    )
+    p.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        help=f"stderr's lines: text, or json for log shippers, one object a line ({d.log_format})",
     )
     p.add_argument(
         "--sqlite-busy-timeout",
