@@ -30,7 +30,7 @@ from ajedrez.server.stream import Hub
 from ajedrez.server.testclock import FileClock
 from ajedrez.store.db import Database
 from ajedrez.store.events import prune_events
-from ajedrez.store.migrate import current_revision, head_revision, upgrade
+from ajedrez.store.migrate import current_revision, revisions, upgrade
 from ajedrez.store.moves import Moves
 from ajedrez.store.urls import BadURL, redact, resolve_url
 from ajedrez.store.writer_process import (
@@ -153,20 +153,26 @@ def _monitor(settings: Settings, directory: str, health: Health) -> Monitor | No
     return monitor
 
 
-_HEAD: list[str | None] = []  # the newest migration this release knows, read once
+_KNOWN: list[str] = []  # the migrations this release knows, oldest first; read once
 
 
 def _health(db: Database) -> tuple[bool, str]:
     """/healthz: the database answers and its schema is this release's newest."""
-    if not _HEAD:
-        _HEAD.append(head_revision())
+    if not _KNOWN:
+        _KNOWN.extend(revisions())
+    head = _KNOWN[-1]
     try:
         current = current_revision(db)
     except Exception as e:
         return False, f"the database does not answer: {_one_line(e)}"
-    if current != _HEAD[0]:
+    if current is not None and current not in _KNOWN:
         return False, (
-            f"the database schema is at {current}, this release needs {_HEAD[0]}: "
+            f"the database was upgraded by a newer release (revision {current}; this release "
+            f"knows up to {head}): run that release"
+        )
+    if current != head:
+        return False, (
+            f"the database schema is at {current}, this release needs {head}: "
             "run 'ajedrez-admin db upgrade'"
         )
     return True, ""

@@ -160,6 +160,10 @@ def test_healthz_fails_when_the_schema_is_not_the_releases(
         assert status == 503
         assert "0007" in body and str(head_revision()) in body and "db upgrade" in body
         with m.db.engine.begin() as c:
+            c.execute(text("UPDATE alembic_version SET version_num = '0099'"))
+        status, body = m.get("/healthz")
+        assert status == 503 and "upgraded by a newer release (revision 0099" in body
+        with m.db.engine.begin() as c:
             c.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": head_revision()})
         assert m.get("/healthz") == (200, "ok\n")
 
