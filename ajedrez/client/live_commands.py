@@ -137,10 +137,16 @@ class Watch(Handler):
 
     def mark(self, client: Client, mark: StreamMark) -> None:
         if mark.gap:
+            if self.cursor is not None and mark.cursor < self.cursor:
+                why = (
+                    f"the server's events end at {mark.cursor}, before the {self.cursor} "
+                    "stored here (its database was restored from a backup)"
+                )
+            else:
+                why = f"the server no longer keeps them (it keeps those after {mark.cursor})"
             self.app.say(
-                "Some events were missed: the server no longer keeps them (it keeps those "
-                f"after {mark.cursor}). Run `ajedrez sync` to bring your games and "
-                "challenges up to date."
+                f"Some events were missed: {why}. Run `ajedrez sync` to bring your games "
+                "and challenges up to date."
             )
         if mark.caught_up:
             self.live = True
@@ -179,8 +185,11 @@ class Watch(Handler):
             other = f["retado"] if f["retador"] == me else f["retador"]
             with self.cache.transaction():
                 self.cache.remove_challenges(other)
-        elif e.kind == ev.INICIO_PARTIDA and me in (f["blancas"], f["negras"]):
+        elif e.kind == ev.INICIO_PARTIDA:
+            # Any game's players: an observed game's moves are then told by their names.
             self.known[f["partida"]] = (f["blancas"], f["negras"])
+            if me not in (f["blancas"], f["negras"]):
+                return
             other = f["negras"] if f["blancas"] == me else f["blancas"]
             with self.cache.transaction():
                 self.cache.remove_challenges(other)
@@ -260,11 +269,16 @@ class Observe(Handler):
         self.white = self.black = ""
         self.ply = 0  # the last ply drawn
         self.positioned = False
+        self.observing = False  # OBSV answered
 
     def players(self, gid: str) -> tuple[str, str] | None:
         return (self.white, self.black) if gid == self.gid and self.white else None
 
     def connected(self, client: Client) -> None:
+        if self.observing:
+            # Observing outlasts the connection; asking again would undo an
+            # `observe --stop` given while this one was away.
+            return
         gid = self.gid
         try:
             client.obsv(gid)
@@ -281,6 +295,7 @@ class Observe(Handler):
             raise CliError(
                 f"{gid} is over; only a game being played can be observed ({e.code} {e.name})"
             ) from None
+        self.observing = True
 
     def started(self, client: Client, cursor: int) -> None:
         if self.cursor is None or not self.positioned:
@@ -349,6 +364,10 @@ class Observe(Handler):
             )
         elif item.kind == ev.SUSURRO:
             self.app.say(f"{f['usuario']} whispers: {f['texto']}")
+        elif item.kind == ev.ABANDONO and (f.get("observador"), f.get("usuario")) == ("1", self.me):
+            # `observe --stop` from another terminal or machine: nothing more will come.
+            self.app.say(f"No longer observing {self.gid}.")
+            self.done = True
         else:
             self.app.say(describe(item, self.me, self.players))
         if item.kind == ev.FINALIZACION:

@@ -160,6 +160,26 @@ def test_watch_stores_each_cursor_tells_of_a_gap_and_keeps_challenges(tmp_path: 
         assert Watch(app, cache, command=None, from_start=True).cursor == 0
 
 
+def test_watch_tells_of_a_server_whose_events_end_before_the_stored_cursor(tmp_path: Path):
+    app = watch_app(tmp_path)
+    with app.open_cache(create=True) as cache:
+        cache.set_event_cursor(90)
+        w = Watch(app, cache, command=None, from_start=False)
+        nobody = cast(Client, None)
+        w.started(nobody, 90)
+        w.item(nobody, StreamMark(Reply.V_HUECO, 70))  # restored from an older backup
+        assert cache.event_cursor() == 70
+        w.item(nobody, parse_event("71:1795000000000:DESAFIO:bob:ana:3d:0"))
+        assert cache.event_cursor() == 71
+    out = cast(io.StringIO, app.out).getvalue().splitlines()
+    assert out[0] == (
+        "Some events were missed: the server's events end at 70, before the 90 stored here "
+        "(its database was restored from a backup). Run `ajedrez sync` to bring your games "
+        "and challenges up to date."
+    )
+    assert " DESAFIO bob challenged you" in out[1]
+
+
 def test_a_failing_exec_is_named_and_counts_as_handled(tmp_path: Path):
     app = watch_app(tmp_path)
     with app.open_cache(create=True) as cache:
@@ -169,3 +189,20 @@ def test_a_failing_exec_is_named_and_counts_as_handled(tmp_path: Path):
     err = cast(io.StringIO, app.err).getvalue()
     assert "--exec: 'exit 7' exited with status 7 for event 5 (FIN_LICENCIA)" in err
     assert "watching goes on" in err
+
+
+def test_watch_names_the_players_of_a_game_it_saw_start(tmp_path: Path):
+    app = watch_app(tmp_path)
+    fen = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+    nobody = cast(Client, None)
+    with app.open_cache(create=True) as cache:
+        w = Watch(app, cache, command=None, from_start=True)
+        # A game of two others that ana observes (or saw with --from-start).
+        w.item(nobody, parse_event("1:1795000000000:INICIO_PARTIDA:P0000009:bob:carl:none:bob:0"))
+        w.item(nobody, parse_event(f"2:1795000001000:FIN_DE_TURNO:P0000009:1:e2e4:0:e4:carl:{fen}"))
+        w.item(nobody, parse_event(f"3:1795000002000:FIN_DE_TURNO:P0000008:1:e2e4:0:e4:dora:{fen}"))
+        assert not w.dirty and cache.game("P0000009") is None  # not ana's: not stored
+    out = cast(io.StringIO, app.out).getvalue().splitlines()
+    assert out[1].endswith("FIN_DE_TURNO P0000009: bob played 1. e4 (e2e4); carl to move")
+    # One whose start it never saw: only the colour is known.
+    assert out[2].endswith("FIN_DE_TURNO P0000008: white played 1. e4 (e2e4); dora to move")

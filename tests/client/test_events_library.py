@@ -27,7 +27,10 @@ from ajedrez.client import (
     TakebackRefused,
     Unreachable,
 )
+from ajedrez.client.app import App
+from ajedrez.client.cli import build_parser
 from ajedrez.client.follow import Handler, follow
+from ajedrez.client.live_commands import Observe
 from ajedrez.client.protocol import StreamItem
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.events import FIN_DE_TURNO, EventRecord
@@ -387,3 +390,38 @@ def test_follow_gives_up_on_what_a_retry_cannot_mend():
     with pytest.raises(ProtocolFailure) as e:
         follow(Sessions([refused]), Recorder(stop_at=99), sleep=pytest.fail)  # type: ignore[arg-type]
     assert e.value.code == Reply.F_CMDINV
+
+
+def test_observe_asks_once_and_ends_when_the_observing_is_stopped_elsewhere():
+    args = build_parser().parse_args(["--user", "carl", "observe", "P0000001"])
+    app = App(args, {}, io.StringIO(), io.StringIO(), io.StringIO())
+    first, first_wire = scripted(
+        {
+            "OBSV:P0000001": encode_reply(Reply.S_OBSV, "P0000001"),
+            "EVEN": encode_reply(Reply.S_EVEN, "5"),
+            "STAT:P0000001": encode_reply(Reply.S_STAT, STAT),
+            "SPAR:P0000001:0": encode_reply(Reply.F_NOMASJUG, "no moves"),
+        }
+    )
+    first_wire.hung_up = True  # the connection dies once the board is drawn
+    # While this one was away, `observe P0000001 --stop` ran elsewhere: the stream
+    # resumed brings its ABANDONO, and an OBSV here would have observed the game again
+    # (the scripted wire refuses any line it does not expect).
+    second, second_wire = scripted(
+        {
+            "EVEN:5": encode_reply(Reply.S_EVEN, "5")
+            + event("6:1795000070000:ABANDONO:P0000001:carl:1")
+            + event(MOVE_1.replace("13:", "7:", 1)),
+            "QUIT": b"",
+        }
+    )
+    slept: list[float] = []
+    handler = Observe(app, "P0000001")
+    follow(Sessions([first, second]), handler, sleep=slept.append)  # type: ignore[arg-type]
+
+    assert first_wire.sent[:4] == ["OBSV:P0000001", "EVEN", "STAT:P0000001", "SPAR:P0000001:0"]
+    assert second_wire.sent == ["EVEN:5", "QUIT"]
+    assert slept == [1] and handler.done
+    out = app.out.getvalue()  # type: ignore[attr-defined]
+    assert out.rstrip().endswith("No longer observing P0000001.")
+    assert "played" not in out  # the move after it never drawn

@@ -305,7 +305,14 @@ def test_observe_stop_and_refusals(machine, new_user):
     finally:
         assert watching.stop() == 0
     assert carl in a("observers", gid).out  # Ctrl-C stops watching, not observing
-    assert c("observe", gid, "--stop").out.strip() == f"No longer observing {gid}."
+    again = Running(c, "observe", gid)
+    try:
+        again.wait_line("No moves yet.")
+        assert c("observe", gid, "--stop").out.strip() == f"No longer observing {gid}."
+        again.wait_line(f"No longer observing {gid}.")  # the running one ends with it
+        assert again.proc.wait(WAIT) == 0
+    finally:
+        again.stop()
     assert a("observers", gid).out.strip() == f"Nobody observes {gid}."
     assert "846" in c.fail("observe", gid, "--stop", rc=1).err
     plays = a.fail("observe", gid, rc=1).err
