@@ -195,8 +195,8 @@ def parse_seek(record: str) -> Seek:
 @dataclass(frozen=True)
 class StreamMark:
     """A reply of the event stream that is not an event: ``601 V_ALDIA`` (everything up to
-    now was sent), ``602 V_HUECO`` (events were discarded: sync by fecha) or ``603
-    V_LATIDO`` (still alive), each with the cursor a client may store."""
+    now was sent), ``602 V_HUECO`` (the stream cannot go on from the cursor asked: sync by
+    fecha) or ``603 V_LATIDO`` (still alive), each with the cursor a client may store."""
 
     code: int
     cursor: int

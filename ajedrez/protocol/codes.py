@@ -59,7 +59,7 @@ class Reply(IntEnum):
     # -- events: sent by the server on a streaming connection, never as an answer ---
     V_EVENTO = 600  # data: one event, <cursor>:<ms>:<KIND>[:<field>...]
     V_ALDIA = 601  # every stored event up to now was sent; data: the cursor
-    V_HUECO = 602  # events after the asked cursor were discarded; data: the oldest cursor kept
+    V_HUECO = 602  # the stream cannot go on from the cursor asked; data: the one it goes on after
     V_LATIDO = 603  # the stream is alive (sent when idle); data: the cursor
 
     # -- failures: the line itself ---------------------------------------------

@@ -74,7 +74,6 @@ class Hub:
         self.db = db
         self.heartbeat = heartbeat
         self.last = 0  # the newest event dispatched
-        self.pruned_through = 0
         self.by_user: dict[int, set[Stream]] = {}
         self.watching: dict[int, set[Stream]] = {}  # game id -> streams observing it
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -87,7 +86,7 @@ class Hub:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         rows = await self.reads.horizon()
-        self.last, self.pruned_through = int(rows[0].last), int(rows[0].pruned_through)
+        self.last = int(rows[0].last)
         self._stop_wake = self.db.on_events(self._wake_from_any_thread)
         self._tasks = [
             self._loop.create_task(self._poll(), name="event-poll"),
@@ -132,7 +131,6 @@ class Hub:
                 continue
             if not rows:
                 continue
-            self.pruned_through = int(rows[0].pruned_through)
             if int(rows[0].last) > self.last:
                 self.wake()
 
@@ -259,10 +257,33 @@ class Stream:
         if not catch_up:
             self._go_live()
             return
-        if self.sent < hub.pruned_through:
-            self._write(encode_reply(Reply.V_HUECO, str(hub.pruned_through)))
-            self.sent = hub.pruned_through
+        gap = await self._gap()
+        if gap is not None:
+            self._write(encode_reply(Reply.V_HUECO, str(gap)))
+            self.sent = gap
         await self._catch_up()
+
+    async def _gap(self) -> int | None:
+        """Where the stream must go on from, when it cannot from the cursor asked: after
+        the newest event discarded, for a cursor older than that; after the newest event
+        there is, for a cursor beyond it (a database restored from an older backup: the
+        events numbered up to the client's cursor will be new ones). The counter is read
+        from the store, not from the hub, which may not have seen another process's
+        newest events yet."""
+        while True:
+            try:
+                rows = await self.hub.reads.horizon()
+                break
+            except Exception as e:
+                log.warning("event stream of user %d: %s; trying again", self.user_id, e)
+                self.hub.metrics.store_error("events")
+                await asyncio.sleep(CATCH_UP_RETRY_SECONDS)
+        newest, pruned = int(rows[0].last), int(rows[0].pruned_through)
+        if self.sent > newest:
+            return newest
+        if self.sent < pruned:
+            return pruned
+        return None
 
     async def _catch_up(self) -> None:
         """Send the user's stored events after ``sent``, then go live. A read the store

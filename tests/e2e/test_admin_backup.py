@@ -24,6 +24,7 @@ from ajedrez.store.migrate import upgrade
 from tests.support.admin import Result, assert_error, assert_ok, in_process, on_terminal
 from tests.support.common import PASSWORD, unique_name, wait_for
 from tests.support.databases import fresh_database, on_postgres
+from tests.support.events import connect
 from tests.support.hardening import log_in
 from tests.support.play import challenge_and_accept, jgda, jugada, posicion, promocion
 from tests.support.server import start_server
@@ -223,6 +224,41 @@ def test_a_restore_is_refused_while_a_server_uses_the_database(
     finally:
         srv.stop()
     assert "WARNING" not in srv.log_text(), srv.log_text()
+
+
+def test_a_stream_resumed_after_restoring_an_older_backup_misses_no_new_event(
+    run: Callable[..., Result], source: str, target: str, tmp_path: Path
+) -> None:
+    # The restored database numbers its next events from the backup's counter: the
+    # cursor a client stored after the backup is ahead of it, and the events the
+    # restored server writes next take numbers the client has seen already.
+    ana, bob, cid = unique_name("ra"), unique_name("rb"), unique_name("rc")
+    prepared(source, ana, bob, cid)
+    file = tmp_path / "older.backup"
+    srv = start_server(source)
+    try:
+        with connect(srv, ana) as a, connect(srv, bob) as b, connect(srv, cid) as c:
+            a.subscribe()
+            assert b.cmd(f"JUEG:{ana}").code == 200
+            a.event()
+            assert_ok(run(source, "db", "backup", str(file)))
+            assert c.cmd(f"JUEG:{ana}").code == 200
+            stored = a.event().cursor  # the cursor the client keeps
+    finally:
+        srv.stop()
+    assert_ok(run(target, "db", "restore", str(file)))
+    srv = start_server(target)
+    try:
+        with connect(srv, ana) as a, connect(srv, cid) as c:
+            got = a.subscribe(stored)
+            assert got.gap is not None and got.gap < stored, got
+            assert got.events == [] and got.aldia == got.gap, got
+            assert c.cmd(f"JUEG:{ana}").code == 200  # gone with the restore: made again
+            e = a.event()
+            assert e.kind == "DESAFIO" and e.fields[:2] == (cid, ana), e
+            assert e.cursor <= stored  # a number the client had seen for another event
+    finally:
+        srv.stop()
 
 
 def test_what_is_not_a_whole_backup_is_refused_and_changes_nothing(

@@ -267,6 +267,31 @@ def test_a_cursor_older_than_the_retention_gets_602(loop):
     assert sink.events() == [11]
 
 
+def test_a_cursor_beyond_the_newest_event_gets_602_and_misses_none_after(loop):
+    # A database restored from an older backup numbers its new events from its own
+    # counter: a client's cursor from before the restore may be ahead of it.
+    log = Log()
+    for n in range(1, 4):
+        move(log, n)
+    hub = started_hub(loop, log)
+    _stream, sink = open_stream(loop, hub, 2, 99)
+    assert sink.frames[0] == (Reply.V_HUECO, "3")
+    assert sink.frames[1] == (Reply.V_ALDIA, "3")
+    move(log, 4)
+    hub.wake()
+    run(loop)
+    assert sink.events() == [4]
+
+
+def test_a_cursor_at_the_newest_event_gets_no_602(loop):
+    log = Log(pruned_through=2)
+    for n in range(3, 6):
+        move(log, n)
+    hub = started_hub(loop, log)
+    _stream, sink = open_stream(loop, hub, 2, 5)
+    assert sink.frames == [(Reply.V_ALDIA, "5")]
+
+
 def test_an_observer_gets_the_game_from_joining_to_leaving(loop):
     log = Log()
     hub = started_hub(loop, log)
