@@ -259,7 +259,7 @@ class PostgresDatabase(Database):
         conninfo = self.url.set(drivername="postgresql").render_as_string(hide_password=False)
         while not stopping.is_set():
             try:
-                with psycopg.connect(conninfo, autocommit=True) as conn:
+                with psycopg.connect(conninfo, autocommit=True, **_named(self.url)) as conn:
                     conn.execute(f"LISTEN {EVENTS_CHANNEL}")
                     wake()
                     while not stopping.is_set():
