@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 from sqlalchemy import Connection, Engine, TextClause, create_engine, event, exc, text
 from sqlalchemy.engine import URL
 from sqlalchemy.pool import NullPool
@@ -256,10 +257,13 @@ class PostgresDatabase(Database):
         """LISTEN on a connection of its own (outside the pool: it never goes back), and
         ``wake`` at each notification. A lost connection is opened again; the wake that
         follows makes the reader look for anything committed meanwhile."""
-        conninfo = self.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        conninfo = make_conninfo(
+            self.url.set(drivername="postgresql").render_as_string(hide_password=False),
+            **_named(self.url),
+        )
         while not stopping.is_set():
             try:
-                with psycopg.connect(conninfo, autocommit=True, **_named(self.url)) as conn:
+                with psycopg.connect(conninfo, autocommit=True) as conn:
                     conn.execute(f"LISTEN {EVENTS_CHANNEL}")
                     wake()
                     while not stopping.is_set():
