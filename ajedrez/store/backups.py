@@ -40,9 +40,14 @@ class ToolMissing(Refused):
 def written(file: Path) -> Iterator[Path]:
     """The temporary path to write ``file``'s content to; once the block ends without
     an error it becomes ``file``, made durable. Refused when ``file`` exists."""
-    if file.exists() or file.is_symlink():
+    try:
+        exists = file.exists() or file.is_symlink()
+        directory = file.parent.is_dir()
+    except OSError as e:  # a directory on the way this user may not enter
+        raise Refused(f"cannot write in {file.parent}: {e.strerror or e}") from None
+    if exists:
         raise Refused(f"{file} already exists: name a new file (a backup never replaces one)")
-    if not file.parent.is_dir():
+    if not directory:
         raise Refused(f"no directory {file.parent} for the backup")
     partial = file.with_name(f".{file.name}.partial-{secrets.token_hex(4)}")
     try:
@@ -60,6 +65,17 @@ def written(file: Path) -> Iterator[Path]:
     finally:
         with contextlib.suppress(OSError):
             partial.unlink()
+
+
+def readable(file: Path) -> None:
+    """Refused unless ``file`` is a file this process can read."""
+    try:
+        with file.open("rb"):
+            pass
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise Refused(f"no backup file {file}") from None
+    except OSError as e:
+        raise Refused(f"cannot read {file}: {e.strerror or e}") from None
 
 
 def _fsync(path: Path) -> None:

@@ -29,6 +29,7 @@ from ajedrez.store.backups import (
     first_error,
     libpq_target,
     program,
+    readable,
     run,
     written,
 )
@@ -70,8 +71,7 @@ def restore(
     """``engine`` on the database to restore into; disposed of before the restore, so
     that its connections are not among the sessions that refuse it."""
     conninfo, password = libpq_target(url)
-    if not file.is_file():
-        raise Refused(f"no backup file {file}")
+    readable(file)
     by_hand = [
         "pg_restore",
         "--clean",

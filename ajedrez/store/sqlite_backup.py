@@ -32,7 +32,14 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 
-from ajedrez.store.backups import Confirm, Progress, Refused, replace_durably, written
+from ajedrez.store.backups import (
+    Confirm,
+    Progress,
+    Refused,
+    readable,
+    replace_durably,
+    written,
+)
 from ajedrez.store.open_marks import OpenMarks
 from ajedrez.store.urls import sqlite_file
 
@@ -108,8 +115,7 @@ def _inspect(file: Path) -> tuple[str, int]:
     """(schema revision, games) of a backup, or Refused saying why it is none."""
     from ajedrez.store.migrate import head_revision, revisions
 
-    if not file.is_file():
-        raise Refused(f"no backup file {file}")
+    readable(file)
     not_backup = f"{file} is not a backup of an Ajedrez SQLite database"
     try:
         with _read_only(file) as con:

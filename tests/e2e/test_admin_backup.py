@@ -11,6 +11,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import chess
 import pytest
@@ -322,6 +323,49 @@ def test_a_backup_never_replaces_a_file(
     assert file.read_text() == "keep me"
     assert_error(run(source, "db", "backup", str(tmp_path / "no" / "dir.backup")), 1, "directory")
     assert sorted(p.name for p in tmp_path.iterdir() if "backup" in p.name) == ["exists.backup"]
+
+
+def test_paths_this_user_may_not_enter_are_named_not_blamed_on_the_database(
+    run: Callable[..., Result],
+    source: str,
+    target: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A backup into, or a restore from, a directory the user may not enter (another
+    user's home) is refused (1) naming the path: the database is not at fault (3). The
+    tests may run as root, whom permissions do not stop: the refusal is the file
+    system's, so it is made here."""
+    prepared(source)
+    prepared(target)
+    closed = tmp_path / "closed"
+    closed.mkdir()
+    good = tmp_path / "good.backup"
+    assert_ok(run(source, "db", "backup", str(good)))
+    (closed / "there.backup").write_bytes(good.read_bytes())
+    stat, path_open = Path.stat, Path.open
+
+    def denied(path: Path) -> None:
+        if path == closed or closed in path.parents:
+            raise PermissionError(13, "Permission denied", str(path))
+
+    def guarded_stat(self: Path, *a: Any, **kw: Any) -> Any:
+        if self != closed:
+            denied(self)
+        return stat(self, *a, **kw)
+
+    def guarded_open(self: Path, *a: Any, **kw: Any) -> Any:
+        denied(self)
+        return path_open(self, *a, **kw)
+
+    with monkeypatch.context() as m:
+        m.setattr(Path, "stat", guarded_stat)
+        m.setattr(Path, "open", guarded_open)
+        r = run(source, "db", "backup", str(closed / "new.backup"))
+        assert_error(r, 1, f"cannot write in {closed}: Permission denied")
+        r = run(target, "db", "restore", "--yes", str(closed / "there.backup"))
+        assert_error(r, 1, f"cannot read {closed / 'there.backup'}: Permission denied")
+    assert sorted(p.name for p in closed.iterdir()) == ["there.backup"]
 
 
 def test_a_backup_is_readable_by_its_owner_alone(
