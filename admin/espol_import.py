@@ -273,11 +273,10 @@ class Import:
 
             write = partial(_write_accounts, hashes)
             result = self._written(new, decide, write, lambda u: f"user '{u.name}'")
-            for u in result.new + result.already + found.already:
+            # Rows imported before are reported as on the run that imported them.
+            for u in _by_line(result.new + result.already + found.already):
                 assert isinstance(u, OldUser)
                 self.ours.add(u.name)
-            for u in result.new:
-                assert isinstance(u, OldUser)
                 if u.comment_note:
                     self.changes.append(f"{file}:{u.line}: user '{u.name}': {u.comment_note}")
             self._count(self.users, result, found)
@@ -337,7 +336,7 @@ class Import:
 
             write = partial(_write_requests, hashes)
             result = self._written(new, decide, write, lambda s: f"request for '{s.name}'")
-            for s in result.new:
+            for s in _by_line(result.new + result.already + found.already):
                 assert isinstance(s, OldSubscription)
                 if s.comment_note:
                     self.changes.append(f"{file}:{s.line}: request '{s.name}': {s.comment_note}")
@@ -401,17 +400,21 @@ class Import:
         games.sort(key=lambda g: g.game_id)
         est = self.shown(path) if path is not None else EST_PARTIDA
         for done, batch in _batches(games, GAME_BATCH):
-            # A game imported before is not replayed again.
             with self.db.reading() as tx:
                 there = imported.games_numbered(tx, [g.game_id for g in batch])
-            before, fresh = Decisions(), []
+            before, planned = Decisions(), []
             for g in batch:
                 ours = g.white in self.ours and g.black in self.ours
+                plan = self._plan(g, moves_files, est)
                 if ours and there.get(g.game_id) == (g.white, g.black, g.fecha):
-                    before.already.append(g)
+                    # Imported before, and not written again; replayed all the same, so
+                    # that the report of every run over the same files is the same.
+                    before.already.append(g if isinstance(plan, Problem) else plan)
+                elif isinstance(plan, Problem):
+                    self.games.skipped += 1
+                    self.problems.append(plan)
                 else:
-                    fresh.append(g)
-            planned = [p for p in (self._plan(g, moves_files, est) for g in fresh) if p]
+                    planned.append(plan)
 
             def decide(tx: Tx, part: list[PlannedGame]) -> Decisions:
                 return self._decide_games(tx, part, est)
@@ -424,11 +427,16 @@ class Import:
                     if g.all_notes:
                         tx.audit(self.by, AUDIT_ACTION, g.pid, "; ".join(g.all_notes))
 
+            self._compare_moves([p for p in before.already if isinstance(p, PlannedGame)])
             result = self._written(planned, decide, write, lambda g: g.pid)
             for p in result.new:
                 assert isinstance(p, PlannedGame)
                 if p.status == STATUS_ACTIVE:
                     self.pairs[frozenset((p.white, p.black))] = p.game_id
+            done_games = result.new + result.already + before.already
+            for p in sorted(
+                (p for p in done_games if isinstance(p, PlannedGame)), key=lambda p: p.game_id
+            ):
                 if p.replay_note:
                     self.not_replaying.append(f"{p.pid}: {p.replay_note}")
                 if p.end_note:
@@ -457,43 +465,58 @@ class Import:
                 found.setdefault(game_id, p)
         return found
 
-    def _plan(self, game: OldGame, moves_files: dict[int, Path], est: str) -> PlannedGame | None:
+    def _compare_moves(self, games: list[PlannedGame]) -> None:
+        """A game imported before is not written again: a moves file whose moves are no
+        longer those the game holds here (corrected since, or the game taken back) is
+        reported, so that its game is not taken for one imported as the file now reads."""
+        if not games:
+            return
+        with self.db.reading() as tx:
+            held = imported.moves_played(tx, [g.game_id for g in games])
+        for g in games:
+            here = held[g.game_id]
+            ply = next(
+                (i + 1 for i, m in enumerate(g.moves) if i >= len(here) or here[i] != m.jugada),
+                None,
+            )
+            if ply is not None:
+                file = self.shown(self.source.solicitudes / game_file_name(g.game_id))
+                self.problems.append(
+                    Problem(
+                        file,
+                        None,
+                        f"{g.pid} was imported before and differs from this file from ply "
+                        f"{ply}: not imported again",
+                    )
+                )
+
+    def _plan(self, game: OldGame, moves_files: dict[int, Path], est: str) -> PlannedGame | Problem:
+        """The game as it is to be stored, or why it cannot be imported."""
         pid = format_partida(game.game_id)
         missing = [n for n in (game.white, game.black) if n not in self.ours]
         if missing:
             who = " and ".join(f"'{n}'" for n in missing)
-            self.games.skipped += 1
-            self.problems.append(
-                Problem(
-                    est,
-                    game.line,
-                    f"{pid}: {who} {'is' if len(missing) == 1 else 'are'} not a user imported "
-                    "from usuarios: skipped",
-                )
+            return Problem(
+                est,
+                game.line,
+                f"{pid}: {who} {'is' if len(missing) == 1 else 'are'} not a user imported "
+                "from usuarios: skipped",
             )
-            return None
         path = moves_files.get(game.game_id)
         name = self.shown(self.source.solicitudes / game_file_name(game.game_id))
         if path is None:
-            self.games.skipped += 1
-            self.problems.append(Problem(est, game.line, f"{pid}: no {name}: skipped"))
-            return None
+            return Problem(est, game.line, f"{pid}: no {name}: skipped")
         try:
             pen: PenFile = parse_pen(_read(path), self.shown(path))
         except OSError as e:
-            self.games.skipped += 1
-            self.problems.append(
-                Problem(est, game.line, f"{pid}: {name} cannot be read ({e.strerror}): skipped")
-            )
-            return None
+            return Problem(est, game.line, f"{pid}: {name} cannot be read ({e.strerror}): skipped")
         return plan_game(game, pen, self.shown(path))
 
     def _decide_games(self, tx: Tx, batch: Sequence[PlannedGame], file: str) -> Decisions:
         there = imported.games_numbered(tx, [g.game_id for g in batch])
         playing = imported.active_pairs(tx, [n for g in batch for n in (g.white, g.black)])
-        # Each pair with an active game: its number when imported in this run.
-        pairs: dict[frozenset[str], int | None] = dict.fromkeys(playing)
-        pairs.update(self.pairs)
+        # Each pair with an active game, and its number.
+        pairs = playing | self.pairs
         out = Decisions()
         for g in batch:
             found = there.get(g.game_id)
@@ -510,14 +533,13 @@ class Import:
                     )
                 )
             elif g.status == STATUS_ACTIVE and pair in pairs:
-                other = pairs[pair]
-                which = "" if other is None else f" ({format_partida(other)})"
                 out.skipped.append(
                     Problem(
                         file,
                         g.line,
-                        f"{g.pid}: '{g.white}' and '{g.black}' have another active game"
-                        f"{which}; this server allows one at a time: skipped",
+                        f"{g.pid}: '{g.white}' and '{g.black}' have another active game "
+                        f"({format_partida(pairs[pair])}); this server allows one at a time: "
+                        "skipped",
                     )
                 )
             else:
@@ -587,6 +609,7 @@ class Import:
                             f"'{c.challenger}' is not a user imported from usuarios: skipped",
                         )
                     )
+        found = self._first_of_each_pair(found)
         for done, batch in _batches(found, CHALLENGE_BATCH):
 
             def decide(tx: Tx, part: list[OldChallenge]) -> Decisions:
@@ -607,11 +630,30 @@ class Import:
             self._count(self.challenges, result, None)
             self._show("challenges", done, len(found), CHALLENGE_BATCH)
 
+    def _first_of_each_pair(self, challenges: list[OldChallenge]) -> list[OldChallenge]:
+        """The first challenge of each pair of users, either way; the others are skipped,
+        by the files alone, so that every run reports them alike."""
+        first: dict[frozenset[str], OldChallenge] = {}
+        for c in challenges:
+            pair = frozenset((c.challenger, c.challenged))
+            made = first.setdefault(pair, c)
+            if made is not c:
+                self.challenges.skipped += 1
+                self.problems.append(
+                    Problem(
+                        self.shown(self.source.solicitudes / c.challenged),
+                        c.line,
+                        f"'{made.challenger}' challenged '{made.challenged}' already "
+                        f"({self.shown(self.source.solicitudes / made.challenged)}:"
+                        f"{made.line}): skipped",
+                    )
+                )
+        return list(first.values())
+
     def _decide_challenges(self, tx: Tx, batch: Sequence[OldChallenge]) -> Decisions:
         names = [n for c in batch for n in (c.challenger, c.challenged)]
         there = imported.challenges_among(tx, names)
-        playing = set(self.pairs) | imported.active_pairs(tx, names)
-        made: dict[frozenset[str], OldChallenge] = {}
+        playing = set(self.pairs) | set(imported.active_pairs(tx, names))
         out = Decisions()
         for c in batch:
             pair = frozenset((c.challenger, c.challenged))
@@ -627,17 +669,6 @@ class Import:
                         f"'{found[0]}' has challenged '{found[1]}' already: this challenge skipped",
                     )
                 )
-            elif pair in made:
-                first = made[pair]
-                out.skipped.append(
-                    Problem(
-                        file,
-                        c.line,
-                        f"'{first.challenger}' challenged '{first.challenged}' already "
-                        f"({self.shown(self.source.solicitudes / first.challenged)}:"
-                        f"{first.line}): skipped",
-                    )
-                )
             elif pair in playing:
                 out.skipped.append(
                     Problem(
@@ -648,7 +679,6 @@ class Import:
                     )
                 )
             else:
-                made[pair] = c
                 out.new.append(c)
         return out
 
@@ -768,6 +798,11 @@ def _write_accounts(hashes: dict[str, str], tx: Tx, rows: list[object]) -> None:
 def _write_requests(hashes: dict[str, str], tx: Tx, rows: list[object]) -> None:
     requests = [s for s in rows if isinstance(s, OldSubscription)]
     imported.add_requests(tx, [(s.name, hashes[s.name], s.comment) for s in requests])
+
+
+def _by_line(rows: list[object]) -> list[object]:
+    """Rows of one file in the order of their lines."""
+    return sorted(rows, key=lambda r: getattr(r, "line", 0))
 
 
 def _order(p: Problem) -> tuple[str, int]:

@@ -182,12 +182,27 @@ def games_numbered(tx: Tx, game_ids: Sequence[int]) -> dict[int, tuple[str, str,
     return found
 
 
-def active_pairs(tx: Tx, names: Iterable[str]) -> set[frozenset[str]]:
-    """The pairs of players (by name) of the active games of these users."""
-    pairs: set[frozenset[str]] = set()
+def moves_played(tx: Tx, game_ids: Sequence[int]) -> dict[int, list[str]]:
+    """The jugadas of these games, in the order of their plies."""
+    found: dict[int, list[str]] = {g: [] for g in game_ids}
+    for chunk in _chunks(list(game_ids)):
+        rows = tx.conn.execute(
+            select(Move.game_id, Move.jugada)
+            .where(Move.game_id.in_(chunk))
+            .order_by(Move.game_id, Move.ply)
+        )
+        for r in rows:
+            found[r.game_id].append(r.jugada)
+    return found
+
+
+def active_pairs(tx: Tx, names: Iterable[str]) -> dict[frozenset[str], int]:
+    """The pairs of players (by name) of the active games of these users, each with the
+    number of its active game (the lowest, if a pair has several)."""
+    pairs: dict[frozenset[str], int] = {}
     for chunk in _chunks(sorted(set(names))):
         rows = tx.conn.execute(
-            select(st.White.name.label("white"), st.Black.name.label("black"))
+            select(Game.id, st.White.name.label("white"), st.Black.name.label("black"))
             .select_from(Game)
             .join(st.White, st.White.id == Game.white_id)
             .join(st.Black, st.Black.id == Game.black_id)
@@ -196,7 +211,9 @@ def active_pairs(tx: Tx, names: Iterable[str]) -> set[frozenset[str]]:
                 or_(st.White.name.in_(chunk), st.Black.name.in_(chunk)),
             )
         )
-        pairs.update(frozenset((r.white, r.black)) for r in rows)
+        for r in rows:
+            pair = frozenset((r.white, r.black))
+            pairs[pair] = min(r.id, pairs.get(pair, r.id))
     return pairs
 
 

@@ -8,6 +8,7 @@ completed after a failure midway.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -50,7 +51,7 @@ SUMMARY = [
 RERUN_SUMMARY = [
     "users: 0 imported, 10 already imported, 7 skipped",
     "subscription requests: 0 imported, 2 already imported, 4 skipped",
-    "games: 0 imported, 13 already imported, 6 skipped (0 not replaying, 0 finished on import)",
+    "games: 0 imported, 13 already imported, 6 skipped (3 not replaying, 1 finished on import)",
     "challenges: 0 imported, 3 already imported, 7 skipped",
     "next game number: P0000021",
 ]
@@ -199,14 +200,28 @@ def _admitted(fecha: int) -> list[str]:
 
 def test_a_rerun_imports_nothing_twice(run, store):
     _, db = store
-    assert_ok(run("import", "espol", str(SAMPLE)))
+    first = run("import", "espol", str(SAMPLE))
+    assert_ok(first)
     before = counts(db)
     trail = len(audit.entries(db))
     r = run("import", "espol", str(SAMPLE / "server.cfg"))  # the file itself will do too
     assert_ok(r)
     assert r.out.splitlines()[-5:] == RERUN_SUMMARY
-    assert section(r.out, "games finished on import:") == []
-    assert len(section(r.out, "not imported:")) == 25  # the bad lines are still bad
+    # The same report but for the counts: every bad line with the same reason (those
+    # decided against the rows the first run wrote too), and the games changed on import.
+    assert r.out.splitlines()[:-5] == first.out.splitlines()[:-5]
+    problems = section(r.out, "not imported:")
+    assert len(problems) == 25
+    assert (
+        "partidas/est_partida:18: P0000017: 'hilda' and 'ivan' have another active game "
+        "(P0000016); this server allows one at a time: skipped"
+    ) in problems
+    assert "solicitudes/ivan:1: 'ivan' challenged 'ana' already (solicitudes/ana:1): skipped" in (
+        problems
+    )
+    assert section(r.out, "games finished on import:") == [
+        "P0000005: active, but checkmate: finished on import, 0-1"
+    ]
     assert (
         counts(db)
         == before
@@ -221,6 +236,29 @@ def test_a_rerun_imports_nothing_twice(run, store):
     assert len(audit.entries(db)) == trail  # nothing changed, nothing recorded
     with db.engine.connect() as conn:
         assert conn.scalar(select(User.wins).where(User.name == "fabiola")) == 3  # once
+
+
+def test_a_moves_file_corrected_after_its_game_was_imported_is_reported(run, store, tmp_path):
+    _, db = store
+    data = tmp_path / "espol1995"
+    shutil.copytree(SAMPLE, data)
+    assert_ok(run("import", "espol", str(data)))
+    pen = data / "solicitudes" / "P0000006.PEN"
+    pen.write_text(pen.read_text().replace("000005:f1h3:0:0523:0", "000005:f1c4:0:0526:0"))
+    r = run("import", "espol", str(data))
+    assert_ok(r)
+    assert (
+        "solicitudes/P0000006.PEN: P0000006 was imported before and differs from this file "
+        "from ply 5: not imported again"
+    ) in section(r.out, "not imported:")
+    assert not any(
+        line.startswith("P0000006")
+        for line in section(
+            r.out, "games that do not replay (imported up to their last legal move):"
+        )
+    )
+    with db.engine.connect() as conn:
+        assert conn.scalar(select(func.count()).where(Move.game_id == 6)) == 4
 
 
 def test_a_dry_run_writes_nothing(run, store):
