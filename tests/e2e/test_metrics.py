@@ -4,21 +4,25 @@ under test. Each test has a database of its own, so the counts are exact."""
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import text
+from sqlalchemy import create_engine, make_url, text
 
 from ajedrez.domain.accounts import Accounts
 from ajedrez.store.db import Database
-from ajedrez.store.migrate import head_revision
+from ajedrez.store.migrate import head_revision, upgrade
 from tests.support.common import PASSWORD, unique_name, wait_for
+from tests.support.databases import fresh_database, on_postgres
 from tests.support.espol import Conn
 from tests.support.play import Match, challenge_and_accept
 from tests.support.server import ServerProcess, start_server
@@ -166,6 +170,71 @@ def test_healthz_fails_when_the_schema_is_not_the_releases(
         with m.db.engine.begin() as c:
             c.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": head_revision()})
         assert m.get("/healthz") == (200, "ok\n")
+
+
+@contextmanager
+def database_down(url: str) -> Iterator[None]:
+    """The database at ``url`` does not answer until the block ends. PostgreSQL: it takes
+    no connection and its sessions are ended. SQLite: its path names a directory (the file
+    set aside, its -wal and -shm left in place), which no new connection can open, root's
+    neither."""
+    if on_postgres():
+        name = make_url(url).database
+        shared = create_engine(
+            os.environ["AJEDREZ_TEST_DATABASE_URL"], isolation_level="AUTOCOMMIT"
+        )
+        assert name and name != shared.url.database  # never the database other tests use
+        try:
+            with shared.connect() as c:
+                c.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'))
+                c.execute(
+                    text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :d"
+                    ),
+                    {"d": name},
+                )
+            try:
+                yield
+            finally:
+                with shared.connect() as c:
+                    c.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
+        finally:
+            shared.dispose()
+        return
+    path = Path(make_url(url).database or "")
+    aside = path.with_name(path.name + ".aside")
+    path.rename(aside)
+    path.mkdir()
+    try:
+        yield
+    finally:
+        path.rmdir()
+        aside.rename(path)
+
+
+# SQLite: a process reads through the connections it holds open, which go on reading the
+# file whatever becomes of its path, and a lock of another process does not stop a read in
+# WAL mode (SQLite's shared-memory locks would, but only after ten seconds of retries). Only
+# the master of --workers, which opens a new connection for each check, meets a failure
+# there that no mock makes.
+@pytest.mark.parametrize("workers", [1, 2] if on_postgres() else [2], ids=lambda n: f"workers-{n}")
+def test_healthz_fails_while_the_database_does_not_answer(workers: int, tmp_path: Path) -> None:
+    with fresh_database(tmp_path, "health") as url:
+        db = Database(url)
+        try:
+            upgrade(db)
+            for m in _monitored((url, db), "--workers", str(workers)):
+                assert m.get("/healthz") == (200, "ok\n")
+                with database_down(url):
+                    for _ in range(2):  # the pool's connections lost, then no new one
+                        status, body = m.get("/healthz")
+                        assert status == 503, body
+                        assert body.startswith("the database does not answer: "), body
+                        assert body.count("\n") == 1 and body.endswith("\n"), body
+                assert wait_for(lambda m=m: m.get("/healthz") == (200, "ok\n"), timeout=30)
+                assert m.srv.proc.poll() is None, m.srv.log_text()
+        finally:
+            db.dispose()
 
 
 def test_the_listener_is_off_unless_a_port_is_given(server: ServerProcess) -> None:
