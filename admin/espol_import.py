@@ -100,11 +100,13 @@ class Source:
 @dataclass
 class Decisions:
     """What one batch comes to: the rows to write, the rows there already, the rows
-    skipped with why."""
+    skipped with why; ``reported``: what the report says of rows counted as there
+    already that are not (a game purged since it was imported)."""
 
     new: list[object] = field(default_factory=list)
     already: list[object] = field(default_factory=list)
     skipped: list[Problem] = field(default_factory=list)
+    reported: list[Problem] = field(default_factory=list)
 
 
 def import_espol(db: Database, args: argparse.Namespace) -> None:
@@ -402,9 +404,15 @@ class Import:
         for done, batch in _batches(games, GAME_BATCH):
             with self.db.reading() as tx:
                 there = imported.games_numbered(tx, [g.game_id for g in batch])
+                purged = imported.games_purged(tx, [g.game_id for g in batch])
             before, planned = Decisions(), []
             for g in batch:
                 ours = g.white in self.ours and g.black in self.ours
+                if ours and _purged(g, purged):
+                    # Not replayed: nothing of it is here for the report to describe.
+                    before.already.append(g)
+                    before.reported.append(_purged_problem(est, g.line, g.game_id))
+                    continue
                 plan = self._plan(g, moves_files, est)
                 if ours and there.get(g.game_id) == (g.white, g.black, g.fecha):
                     # Imported before, and not written again; replayed all the same, so
@@ -514,6 +522,7 @@ class Import:
 
     def _decide_games(self, tx: Tx, batch: Sequence[PlannedGame], file: str) -> Decisions:
         there = imported.games_numbered(tx, [g.game_id for g in batch])
+        purged = imported.games_purged(tx, [g.game_id for g in batch])
         playing = imported.active_pairs(tx, [n for g in batch for n in (g.white, g.black)])
         # Each pair with an active game, and its number.
         pairs = playing | self.pairs
@@ -523,6 +532,9 @@ class Import:
             pair = frozenset((g.white, g.black))
             if found == (g.white, g.black, g.created_at):
                 out.already.append(g)
+            elif found is None and _purged(g, purged):
+                out.already.append(g)
+                out.reported.append(_purged_problem(file, g.line, g.game_id))
             elif found is not None:
                 out.skipped.append(
                     Problem(
@@ -718,6 +730,7 @@ class Import:
             total.new += out.new
             total.already += out.already
             total.skipped += out.skipped
+            total.reported += out.reported
         return total
 
     def _unread(self, tally: Tally, problems: list[Problem]) -> None:
@@ -732,7 +745,7 @@ class Import:
         tally.already += len(result.already) + (len(before.already) if before else 0)
         skipped = result.skipped + (before.skipped if before else [])
         tally.skipped += len(skipped)
-        self.problems += skipped
+        self.problems += skipped + result.reported + (before.reported if before else [])
 
     def _show(self, kind: str, done: int, total: int, batch: int) -> None:
         if total > batch:
@@ -798,6 +811,18 @@ def _write_accounts(hashes: dict[str, str], tx: Tx, rows: list[object]) -> None:
 def _write_requests(hashes: dict[str, str], tx: Tx, rows: list[object]) -> None:
     requests = [s for s in rows if isinstance(s, OldSubscription)]
     imported.add_requests(tx, [(s.name, hashes[s.name], s.comment) for s in requests])
+
+
+def _purged(game: OldGame | PlannedGame, purged: dict[int, set[str]]) -> bool:
+    """Was this game imported (or played) and purged since? Both its players were told of
+    the purge of its number: a game this server numbered so before the import and
+    purged was another pair's."""
+    return {game.white, game.black} <= purged.get(game.game_id, set())
+
+
+def _purged_problem(file: str, line: int, game_id: int) -> Problem:
+    pid = format_partida(game_id)
+    return Problem(file, line, f"{pid}: purged since it was imported: not imported again")
 
 
 def _by_line(rows: list[object]) -> list[object]:

@@ -13,9 +13,10 @@ from typing import Any, Protocol
 
 from sqlalchemy import insert, or_, select, update
 
-from ajedrez.protocol.records import STATUS_ACTIVE, WINNER_BLACK, WINNER_WHITE
+from ajedrez.protocol.fields import format_partida
+from ajedrez.protocol.records import REMOVED_GAME, STATUS_ACTIVE, WINNER_BLACK, WINNER_WHITE
 from ajedrez.store import statements as st
-from ajedrez.store.models import Game, GameRequest, Move, Subscription, User
+from ajedrez.store.models import Game, GameRequest, Move, Removal, Subscription, User
 from ajedrez.store.tx import CHUNK, Tx
 
 
@@ -179,6 +180,23 @@ def games_numbered(tx: Tx, game_ids: Sequence[int]) -> dict[int, tuple[str, str,
             .where(Game.id.in_(chunk))
         )
         found.update({r.id: (r.white, r.black, r.created_at) for r in rows})
+    return found
+
+
+def games_purged(tx: Tx, game_ids: Sequence[int]) -> dict[int, set[str]]:
+    """The names of the players told (through BAJA) that the game with one of these
+    numbers was purged, by its number; a number without such a row is not given. The
+    rows are kept with their accounts, closed ones too, so a purge is never forgotten."""
+    numbers = {format_partida(g): g for g in game_ids}
+    found: dict[int, set[str]] = {}
+    for chunk in _chunks(list(numbers)):
+        rows = tx.conn.execute(
+            select(Removal.subject, User.name)
+            .join(User, User.id == Removal.user_id)
+            .where(Removal.kind == REMOVED_GAME, Removal.subject.in_(chunk))
+        )
+        for r in rows:
+            found.setdefault(numbers[r.subject], set()).add(r.name)
     return found
 
 

@@ -1,9 +1,9 @@
 """ajedrez-admin import espol: the sample 1995 data set (tests/data/espol1995) brought into
 a database of the test's own, on the store under test: what is imported and what is
-reported, a rerun that imports nothing, the imported accounts playing on a real server,
-the passwords found nowhere in clear, a dry run, what is not an ESPOL directory, numbers
-and names taken already, and a large data set imported in batches with progress and
-completed after a failure midway.
+reported, a rerun that imports nothing (nor the games purged since), the imported accounts
+playing on a real server, the passwords found nowhere in clear, a dry run, what is not an
+ESPOL directory, numbers and names taken already, and a large data set imported in batches
+with progress and completed after a failure midway.
 """
 
 from __future__ import annotations
@@ -259,6 +259,83 @@ def test_a_moves_file_corrected_after_its_game_was_imported_is_reported(run, sto
     )
     with db.engine.connect() as conn:
         assert conn.scalar(select(func.count()).where(Move.game_id == 6)) == 4
+
+
+PURGED = [1, 2, 3, 5, 7, 8, 15]  # the finished games, and P0000003 resigned here
+
+
+def test_games_purged_since_they_were_imported_are_not_imported_again(run, store):
+    _, db = store
+    assert_ok(run("import", "espol", str(SAMPLE)))
+    pw = {u.name: u.password for u in SAMPLE_USERS}
+    bruno = Accounts(db).login("bruno", pw["bruno"])
+    Games(db).resign(bruno.id, 3, "carlos")  # imported active, finished here
+    purge = run("games", "purge", "--yes")
+    assert_ok(purge)
+    assert "7 finished games removed" in purge.out
+    # A player of purged games whose account is closed since: the purge stays known.
+    assert_ok(run("users", "remove", "fabiola", "--yes"))
+    before, trail, users = counts(db), len(audit.entries(db)), run("users", "list").out
+    r = run("import", "espol", str(SAMPLE))
+    assert_ok(r)
+    assert r.out.splitlines()[-3] == (
+        "games: 0 imported, 13 already imported, 6 skipped (3 not replaying, 0 finished on import)"
+    )
+    problems = section(r.out, "not imported:")
+    purged = [p for p in problems if "purged" in p]
+    assert purged == [
+        f"partidas/est_partida:{line}: {pid(g)}: purged since it was imported: not imported again"
+        for line, g in ((1, 1), (2, 2), (3, 3), (5, 5), (7, 7), (8, 8), (16, 15))
+    ]
+    assert len(problems) == 25 + len(PURGED)
+    # Nothing of the purged games in the rest of the report: they are not here.
+    assert section(r.out, "games finished on import:") == []
+    assert not any("P0000015" in line for line in section(r.out, "other changes made on import:"))
+    assert counts(db) == before and before["games"] == 13 - len(PURGED)
+    assert len(audit.entries(db)) == trail  # nothing written
+    assert run("users", "list").out == users  # no win credited again
+    with db.engine.connect() as conn:
+        assert conn.scalar(select(User.wins).where(User.name == "fabiola")) == 3
+
+
+def test_a_purge_between_the_read_and_the_write_is_seen_by_the_write(run, store, monkeypatch):
+    _, db = store
+    assert_ok(run("import", "espol", str(SAMPLE)))
+    assert_ok(run("games", "purge", "--yes"))
+    real = imported.games_purged
+    calls = [0]
+
+    def late(tx, game_ids):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        return {} if calls[0] == 1 else real(tx, game_ids)  # the read sees no purge yet
+
+    monkeypatch.setattr(imported, "games_purged", late)
+    before = counts(db)
+    r = run("import", "espol", str(SAMPLE))
+    assert_ok(r)
+    assert r.out.splitlines()[-3].startswith("games: 0 imported, 13 already imported")
+    assert (
+        "partidas/est_partida:5: P0000005: purged since it was imported: not imported again"
+    ) in section(r.out, "not imported:")
+    assert counts(db) == before
+
+
+def test_a_game_this_server_numbered_and_purged_is_not_a_1995_one(run, store):
+    _, db = store
+    accounts, games = Accounts(db), Games(db)
+    for name in ("zed", "yan"):
+        accounts.add_user(name, PASSWORD, "")
+    zed, yan = accounts.login("zed", PASSWORD), accounts.login("yan", PASSWORD)
+    games.challenge(zed.id, "yan")
+    assert games.accept(yan.id, "B", "zed") == 1
+    games.resign(yan.id, 1, "zed")
+    assert_ok(run("games", "purge", "--yes"))  # yan and zed are told P0000001 went away
+    r = run("import", "espol", str(SAMPLE))
+    assert_ok(r)
+    assert r.out.splitlines()[-5:] == SUMMARY
+    assert not any("purged" in line for line in r.out.splitlines())
+    games_ = {line.split()[0]: line.split() for line in run("games", "list").out.splitlines()[1:]}
+    assert games_["P0000001"][1:3] == ["ana", "bruno"]
 
 
 def test_a_dry_run_writes_nothing(run, store):
