@@ -5,8 +5,10 @@ not a whole backup, leaving the database as it was."""
 
 from __future__ import annotations
 
+import os
 import random
 import re
+import stat
 import threading
 import traceback
 from collections.abc import Callable, Iterator
@@ -15,7 +17,7 @@ from typing import Any
 
 import chess
 import pytest
-from sqlalchemy import text
+from sqlalchemy import inspect, make_url, text
 
 from ajedrez.admin import backup as admin_backup
 from ajedrez.domain.accounts import Accounts
@@ -375,6 +377,40 @@ def test_a_backup_is_readable_by_its_owner_alone(
     file = tmp_path / "private.backup"
     assert_ok(run(source, "db", "backup", str(file)))
     assert file.stat().st_mode & 0o077 == 0
+
+
+def test_a_restore_keeps_the_database_files_mode_and_owner(
+    run: Callable[..., Result], source: str, target: str, tmp_path: Path
+) -> None:
+    """SQLite: the file put in the database's place has the old one's mode, and, as root,
+    its owner (the server's user, who must still write it). PostgreSQL has no file: the
+    restored tables are the database's own."""
+    name = unique_name("bo")
+    prepared(source, name)
+    file = tmp_path / "owned.backup"
+    assert_ok(run(source, "db", "backup", str(file)))
+    prepared(target)
+    if on_postgres():
+        assert_ok(run(target, "db", "restore", str(file)))
+        db = Database(target)
+        try:
+            assert {"alembic_version", "games", "users"} <= set(
+                inspect(db.engine).get_table_names()
+            )
+        finally:
+            db.dispose()
+        assert name in run(target, "users", "list").out
+        return
+    path = Path(make_url(target).database or "")
+    path.chmod(0o660)  # a restore writes its copy 0600 before it takes the old file's mode
+    mine = path.stat()
+    owner = (65534, 65534) if os.geteuid() == 0 else (mine.st_uid, mine.st_gid)
+    os.chown(path, *owner)
+    assert_ok(run(target, "db", "restore", str(file)))
+    kept = path.stat()
+    assert stat.S_IMODE(kept.st_mode) == 0o660
+    assert (kept.st_uid, kept.st_gid) == owner
+    assert name in run(target, "users", "list").out  # the backup's file, not the old one
 
 
 def test_without_pg_dump(
