@@ -1,4 +1,4 @@
-"""ajedrez-admin's games commands: list, export and purge (contract section 5). games purge
+"""ajedrez-admin's games commands: list, export, purge and extend (contract section 5). games purge
 only ever runs on a private database: on the shared one it would remove finished games
 other tests are looking at.
 """
@@ -196,13 +196,14 @@ def test_games_purge_is_audited(cli, private_db):
 # -- games chat ----------------------------------------------------------------------------
 
 
-def a_game(database: Database) -> tuple[Games, list[int], int]:
-    """ana (black) and bea (white) play a game; carla exists. (Games, their ids, game)."""
+def a_game(database: Database, control: str | None = None) -> tuple[Games, list[int], int]:
+    """ana (black) and bea (white) play a game, with the time control ``control``; carla
+    exists. (Games, their ids, game)."""
     accounts, games = Accounts(database), Games(database)
     for name in ("ana", "bea", "carla"):
         accounts.add_user(name, PASSWORD)
     users = [accounts.login(n, PASSWORD).id for n in ("ana", "bea", "carla")]
-    games.challenge(users[0], "bea")
+    games.challenge(users[0], "bea", control)
     return games, users, games.accept(users[1], "B", "ana")
 
 
@@ -235,3 +236,31 @@ def test_games_chat_of_a_game_without_messages(cli, private_db):
     r = cli("games", "chat", str(game), url=url)
     assert_ok(r)
     assert r.out.strip() == "no messages"
+
+
+# -- games extend --------------------------------------------------------------------------
+
+
+def test_games_extend_on_a_terminal_asks(cli, private_db):
+    url, database = private_db
+    _games, _users, game = a_game(database, "1d")
+
+    def deadline() -> int:
+        with database.engine.connect() as conn:
+            return conn.scalar(select(Game.deadline_ms).where(Game.id == game))
+
+    first = deadline()
+    for answer in ("n\n", ""):
+        r = cli("games", "extend", pid(game), "2h", url=url, tty=True, stdin=answer)
+        assert f"give 2h to the running clock of {pid(game)}? [y/N]" in r.err
+        assert_error(answered(r), 1, "not confirmed")
+        assert deadline() == first
+    r = cli("games", "extend", pid(game), "2h", url=url, tty=True, stdin="y\n")
+    assert r.status == 0, r
+    assert r.out == "1 game extended by 2h\n"
+    assert deadline() == first + 2 * 3600 * 1000
+    r = cli("games", "extend", "--all", "30m", "--yes", url=url, tty=True)
+    assert_ok(r)  # nothing asked
+    assert r.out == "1 game extended by 30m\n"
+    assert deadline() == first + 150 * 60 * 1000
+    assert [e.action for e in audit.entries(database)] == ["games extend"] * 2
