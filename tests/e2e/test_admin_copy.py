@@ -14,6 +14,7 @@ import chess
 import pytest
 from sqlalchemy import select
 
+from ajedrez.admin import store_copy
 from ajedrez.domain.accounts import Accounts
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import upgrade
@@ -174,3 +175,24 @@ def test_a_copy_onto_itself_is_refused(
     r = cli("db", "copy", source[0])
     assert r.status == 2
     assert "TARGET is this database" in r.err
+
+
+def test_a_copy_shows_its_progress_on_standard_error(
+    source: tuple[str, Database],
+    target_url: str,
+    cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A table being copied shows how far it got on stderr, every PROGRESS_EVERY seconds:
+    here after every chunk, and chunks of two rows, so that no table need take seconds."""
+    _url, db = source
+    accounts = Accounts(db)
+    for _ in range(5):
+        accounts.add_user(unique_name("p"), PASSWORD, "")
+    monkeypatch.setattr(store_copy, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(store_copy, "CHUNK", 2)
+    r = cli("db", "copy", target_url)
+    assert r.status == 0, r.err
+    users = [line for line in r.err.splitlines() if line.startswith("  users: ")]
+    assert users == ["  users: 2 of 5 rows", "  users: 4 of 5 rows", "  users: 5 of 5 rows"]
+    assert not [line for line in r.out.splitlines() if " of " in line], r.out  # the report alone
