@@ -164,7 +164,7 @@ def _health(db: Database) -> tuple[bool, str]:
     try:
         current = current_revision(db)
     except Exception as e:
-        return False, f"the database does not answer: {_one_line(e)}"
+        return False, _not_answering(e)
     if current is not None and current not in _KNOWN:
         return False, (
             f"the database was upgraded by a newer release (revision {current}; this release "
@@ -176,6 +176,10 @@ def _health(db: Database) -> tuple[bool, str]:
             "run 'ajedrez-admin db upgrade'"
         )
     return True, ""
+
+
+def _not_answering(e: Exception) -> str:
+    return f"the database does not answer: {_one_line(e)}"
 
 
 Time = tuple[Clock, ClockRules]
@@ -235,7 +239,10 @@ def _serve_workers(
     if counted is not None:
 
         def health() -> tuple[bool, str]:
-            db = _database(url, settings)  # a fresh one: the master keeps no connection
+            try:
+                db = _database(url, settings)  # a fresh one: the master keeps no connection
+            except Exception as e:
+                return False, _not_answering(e)
             try:
                 return _health(db)
             finally:
