@@ -4,9 +4,10 @@ requests of a 1995 ESPOL server (seed, section 3.3) brought into the store.
 The files are read by ``espol_files.py`` and each game replayed by ``espol_games.py``;
 this module finds the files, decides what is new, writes it (``store/imported.py``) and
 reports. Every batch of rows is written in one transaction, which checks again what is
-there already: an interrupted import leaves whole batches only, and running it again
-imports what is missing and nothing twice. docs/operations.md, "Importing from a 1995
-ESPOL server", is the operator's reference.
+there already and records each row it writes (``imported_rows``): an interrupted import
+leaves whole batches only, and running it again imports what is missing and nothing
+twice, whatever players did since with what was imported. docs/operations.md,
+"Importing from a 1995 ESPOL server", is the operator's reference.
 """
 
 from __future__ import annotations
@@ -286,10 +287,14 @@ class Import:
 
     def _decide_users(self, tx: Tx, batch: Sequence[OldUser], file: str) -> Decisions:
         found = imported.accounts_named(tx, [u.name for u in batch])
+        known = imported.recorded(tx, imported.USER, [u.name for u in batch])
         out = Decisions()
         for u in batch:
             account = found.get(u.name.lower())
-            if account is None:
+            if (u.name, "") in known:
+                # The account imported, whatever became of it since (closed, say).
+                out.already.append(u)
+            elif account is None:
                 out.new.append(u)
             elif (account.name, account.admitted_at, account.comment) == (
                 u.name,
@@ -349,12 +354,25 @@ class Import:
         names = [s.name for s in batch]
         accounts = imported.accounts_named(tx, names)
         pending = imported.requests_named(tx, names)
+        known = imported.recorded(tx, imported.REQUEST, names)
         ours = {n.lower() for n in self.ours}
         out = Decisions()
         for s in batch:
             key = s.name.lower()
             request = pending.get(key)
-            if key in accounts or key in ours:
+            if (s.name, "") in known:
+                out.already.append(s)
+                if request is None:
+                    answer = "approved" if key in accounts else "rejected"
+                    out.reported.append(
+                        Problem(
+                            file,
+                            s.line,
+                            f"request for '{s.name}': {answer} since it was imported: "
+                            "not imported again",
+                        )
+                    )
+            elif key in accounts or key in ours:
                 out.skipped.append(
                     Problem(file, s.line, f"request for '{s.name}': the name is an account's")
                 )
@@ -405,16 +423,19 @@ class Import:
             with self.db.reading() as tx:
                 there = imported.games_numbered(tx, [g.game_id for g in batch])
                 purged = imported.games_purged(tx, [g.game_id for g in batch])
+                known = _games_recorded(tx, batch)
             before, planned = Decisions(), []
             for g in batch:
                 ours = g.white in self.ours and g.black in self.ours
-                if ours and _purged(g, purged):
+                if _gone(g, there, known, purged, ours):
                     # Not replayed: nothing of it is here for the report to describe.
                     before.already.append(g)
                     before.reported.append(_purged_problem(est, g.line, g.game_id))
                     continue
                 plan = self._plan(g, moves_files, est)
-                if ours and there.get(g.game_id) == (g.white, g.black, g.fecha):
+                if g.game_id in known or (
+                    ours and there.get(g.game_id) == (g.white, g.black, g.fecha)
+                ):
                     # Imported before, and not written again; replayed all the same, so
                     # that the report of every run over the same files is the same.
                     before.already.append(g if isinstance(plan, Problem) else plan)
@@ -431,6 +452,7 @@ class Import:
                 games_ = [g for g in rows if isinstance(g, PlannedGame)]
                 ids = imported.user_ids(tx, [n for g in games_ for n in (g.white, g.black)])
                 imported.add_games(tx, [(g, ids[g.white], ids[g.black], g.credit) for g in games_])
+                imported.record(tx, imported.GAME, [(g.pid, "") for g in games_])
                 for g in games_:
                     if g.all_notes:
                         tx.audit(self.by, AUDIT_ACTION, g.pid, "; ".join(g.all_notes))
@@ -523,6 +545,7 @@ class Import:
     def _decide_games(self, tx: Tx, batch: Sequence[PlannedGame], file: str) -> Decisions:
         there = imported.games_numbered(tx, [g.game_id for g in batch])
         purged = imported.games_purged(tx, [g.game_id for g in batch])
+        known = _games_recorded(tx, batch)
         playing = imported.active_pairs(tx, [n for g in batch for n in (g.white, g.black)])
         # Each pair with an active game, and its number.
         pairs = playing | self.pairs
@@ -530,11 +553,11 @@ class Import:
         for g in batch:
             found = there.get(g.game_id)
             pair = frozenset((g.white, g.black))
-            if found == (g.white, g.black, g.created_at):
-                out.already.append(g)
-            elif found is None and _purged(g, purged):
+            if _gone(g, there, known, purged, ours=True):
                 out.already.append(g)
                 out.reported.append(_purged_problem(file, g.line, g.game_id))
+            elif g.game_id in known or found == (g.white, g.black, g.created_at):
+                out.already.append(g)
             elif found is not None:
                 out.skipped.append(
                     Problem(
@@ -635,6 +658,9 @@ class Import:
                 imported.add_challenges(
                     tx, [(ids[c.challenger], ids[c.challenged]) for c in chosen]
                 )
+                imported.record(
+                    tx, imported.CHALLENGE, [(c.challenger, c.challenged) for c in chosen]
+                )
 
             result = self._written(
                 batch, decide, write, lambda c: f"challenge of '{c.challenger}' to '{c.challenged}'"
@@ -665,14 +691,40 @@ class Import:
     def _decide_challenges(self, tx: Tx, batch: Sequence[OldChallenge]) -> Decisions:
         names = [n for c in batch for n in (c.challenger, c.challenged)]
         there = imported.challenges_among(tx, names)
+        known = imported.recorded(tx, imported.CHALLENGE, [c.challenger for c in batch])
+        closed = imported.closed_accounts(tx, names)
         playing = set(self.pairs) | set(imported.active_pairs(tx, names))
         out = Decisions()
         for c in batch:
             pair = frozenset((c.challenger, c.challenged))
             file = self.shown(self.source.solicitudes / c.challenged)
             found = there.get(pair)
-            if found == (c.challenger, c.challenged):
+            left = [n for n in (c.challenger, c.challenged) if n in closed]
+            if (c.challenger, c.challenged) in known:
                 out.already.append(c)
+                if found != (c.challenger, c.challenged):
+                    out.reported.append(
+                        Problem(
+                            file,
+                            c.line,
+                            f"challenge of '{c.challenger}' to '{c.challenged}': closed since "
+                            "it was imported (answered, withdrawn, or a player left): not "
+                            "imported again",
+                        )
+                    )
+            elif found == (c.challenger, c.challenged):
+                out.already.append(c)
+            elif left:
+                who = " and ".join(f"'{n}'" for n in left)
+                accounts = "the account of" if len(left) == 1 else "the accounts of"
+                out.skipped.append(
+                    Problem(
+                        file,
+                        c.line,
+                        f"{accounts} {who} {'is' if len(left) == 1 else 'are'} closed: "
+                        "challenge skipped",
+                    )
+                )
             elif found is not None:
                 out.skipped.append(
                     Problem(
@@ -806,11 +858,33 @@ class Import:
 def _write_accounts(hashes: dict[str, str], tx: Tx, rows: list[object]) -> None:
     users = [u for u in rows if isinstance(u, OldUser)]
     imported.add_accounts(tx, [(u.name, hashes[u.name], u.comment, u.fecha, u.wins) for u in users])
+    imported.record(tx, imported.USER, [(u.name, "") for u in users])
 
 
 def _write_requests(hashes: dict[str, str], tx: Tx, rows: list[object]) -> None:
     requests = [s for s in rows if isinstance(s, OldSubscription)]
     imported.add_requests(tx, [(s.name, hashes[s.name], s.comment) for s in requests])
+    imported.record(tx, imported.REQUEST, [(s.name, "") for s in requests])
+
+
+def _games_recorded(tx: Tx, games: Sequence[OldGame | PlannedGame]) -> set[int]:
+    """The numbers of these games recorded as imported."""
+    numbers = {format_partida(g.game_id): g.game_id for g in games}
+    return {numbers[n] for n, _ in imported.recorded(tx, imported.GAME, list(numbers))}
+
+
+def _gone(
+    game: OldGame | PlannedGame,
+    there: dict[int, tuple[str, str, int]],
+    known: set[int],
+    purged: dict[int, set[str]],
+    ours: bool,
+) -> bool:
+    """Was this game imported and purged since? Recorded as imported and no longer
+    here; or, imported before imports were recorded, purged with both its players."""
+    if game.game_id in known:
+        return game.game_id not in there
+    return ours and game.game_id not in there and _purged(game, purged)
 
 
 def _purged(game: OldGame | PlannedGame, purged: dict[int, set[str]]) -> bool:

@@ -100,6 +100,15 @@ LOSSES: dict[str, tuple[Loss, ...]] = {
     # warn_at_ms: each running clock gets its next warning on its next turn after an
     # upgrade.
     "0008": (),
+    # Without them, a rerun of the import over the same files brings back what players
+    # did away with since (a challenge declined, a request rejected).
+    "0009": (
+        Loss(
+            "SELECT count(*) FROM imported_rows",
+            "record of a row 'import espol' wrote",
+            "records of rows 'import espol' wrote",
+        ),
+    ),
 }
 
 

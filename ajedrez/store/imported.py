@@ -1,8 +1,9 @@
 """The SQL of an import from another server (``ajedrez-admin import espol``): rows written
-with the values the old server gave them (game numbers, admission dates, wins), and the
-lookups that tell whether a row is there already. Each function runs in the caller's
-transaction; every ``changed_at`` it writes is the transaction's stamp, so clients that
-sync by fecha see the imported rows as a change made now.
+with the values the old server gave them (game numbers, admission dates, wins), the
+record of each (``imported_rows``), and the lookups that tell whether a row was imported
+already. Each function runs in the caller's transaction; every ``changed_at`` it writes
+is the transaction's stamp, so clients that sync by fecha see the imported rows as a
+change made now.
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from sqlalchemy import insert, or_, select, update
 from ajedrez.protocol.fields import format_partida
 from ajedrez.protocol.records import REMOVED_GAME, STATUS_ACTIVE, WINNER_BLACK, WINNER_WHITE
 from ajedrez.store import statements as st
-from ajedrez.store.models import Game, GameRequest, Move, Removal, Subscription, User
+from ajedrez.store.models import (
+    Game,
+    GameRequest,
+    ImportedRow,
+    Move,
+    Removal,
+    Subscription,
+    User,
+)
 from ajedrez.store.tx import CHUNK, Tx
 
 
@@ -78,6 +87,44 @@ class GameValues(Protocol):
 def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
     for start in range(0, len(items), CHUNK):
         yield items[start : start + CHUNK]
+
+
+# -- the record of what was imported --------------------------------------------------------
+
+USER, REQUEST, GAME, CHALLENGE = "user", "request", "game", "challenge"
+
+
+def record(tx: Tx, kind: str, keys: Sequence[tuple[str, str]]) -> None:
+    """Record rows written by the import, each by its key in the 1995 files: (name, '')
+    for a user or a request, (P#######, '') for a game, (challenger, challenged) for a
+    challenge."""
+    for chunk in _chunks(keys):
+        tx.conn.execute(
+            insert(ImportedRow),
+            [
+                {
+                    "kind": kind,
+                    "subject": subject,
+                    "challenged": challenged,
+                    "imported_at": tx.stamp,
+                }
+                for subject, challenged in chunk
+            ],
+        )
+
+
+def recorded(tx: Tx, kind: str, subjects: Sequence[str]) -> set[tuple[str, str]]:
+    """The keys (subject, challenged) recorded as imported of this kind among those
+    whose subject is one of ``subjects``, spelled exactly so."""
+    found: set[tuple[str, str]] = set()
+    for chunk in _chunks(sorted(set(subjects))):
+        rows = tx.conn.execute(
+            select(ImportedRow.subject, ImportedRow.challenged).where(
+                ImportedRow.kind == kind, ImportedRow.subject.in_(chunk)
+            )
+        )
+        found.update((r.subject, r.challenged) for r in rows)
+    return found
 
 
 # -- accounts and subscription requests ----------------------------------------------------
@@ -153,6 +200,17 @@ def add_requests(tx: Tx, rows: Sequence[tuple[str, str, str]]) -> None:
                 for name, password_hash, comment in chunk
             ],
         )
+
+
+def closed_accounts(tx: Tx, names: Iterable[str]) -> set[str]:
+    """Those of ``names`` (spelled exactly so) whose account is closed."""
+    found: set[str] = set()
+    for chunk in _chunks(sorted(set(names))):
+        rows = tx.conn.execute(
+            select(User.name).where(User.name.in_(chunk), User.active.is_(False))
+        )
+        found.update(rows.scalars())
+    return found
 
 
 def user_ids(tx: Tx, names: Iterable[str]) -> dict[str, int]:

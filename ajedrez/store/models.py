@@ -249,6 +249,28 @@ class Removal(Base):
     )
 
 
+class ImportedRow(Base):
+    """A row ``ajedrez-admin import espol`` wrote, by its key in the 1995 files: ``kind``
+    user or request (``subject`` the name), game (``subject`` the number, P#######) or
+    challenge (``subject`` the challenger, ``challenged`` the user challenged; '' for
+    the other kinds). Written in the transaction of the row it records, and kept: an
+    item recorded here is imported already, whatever players did with it since (a
+    challenge declined, a request approved, a game purged, an account closed), so a
+    rerun of the import never brings it back. No foreign key to ``users`` or ``games``:
+    the rows it names may be purged or closed, and the record must outlive them."""
+
+    __tablename__ = "imported_rows"
+
+    kind: Mapped[str] = mapped_column(String(9), primary_key=True)
+    subject: Mapped[str] = mapped_column(String(32), primary_key=True)
+    challenged: Mapped[str] = mapped_column(String(32), primary_key=True)
+    imported_at: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        CheckConstraint("kind IN ('user', 'request', 'game', 'challenge')", name="kind"),
+    )
+
+
 class AdminAudit(Base):
     """One change made through ``ajedrez-admin``: who ran it (the OS user), when, what."""
 

@@ -18,10 +18,11 @@ from ajedrez.admin import store_copy
 from ajedrez.domain.accounts import Accounts
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import upgrade
-from ajedrez.store.models import AdminAudit, Base
+from ajedrez.store.models import AdminAudit, Base, ImportedRow
 from tests.support.admin import Result, in_process
 from tests.support.common import PASSWORD, unique_name
 from tests.support.espol import Conn
+from tests.support.espol_data import SAMPLE
 from tests.support.play import challenge_and_accept, finish_by_resignation
 from tests.support.server import ServerProcess, start_server
 from tests.support.store import private_schema
@@ -123,7 +124,10 @@ def test_a_copy_holds_every_row_and_the_service_goes_on_there(
         srv.stop()
     # The newest game is purged: its number must still never be given again.
     assert cli("games", "purge", "--yes").status == 0
+    # 1995 data imported: the record of what the import wrote goes with it.
+    assert cli("import", "espol", str(SAMPLE)).status == 0
     before = rows(db)
+    assert before[ImportedRow.__tablename__]
 
     r = cli("db", "copy", target_url)
     assert r.status == 0, r.err

@@ -1,6 +1,7 @@
 """ajedrez-admin import espol: the sample 1995 data set (tests/data/espol1995) brought into
 a database of the test's own, on the store under test: what is imported and what is
-reported, a rerun that imports nothing (nor the games purged since), the imported accounts
+reported, a rerun that imports nothing (nor what players did away with since: a record of
+every row imported says so; without it, the rows there and the purges), the imported accounts
 playing on a real server, the passwords found nowhere in clear, a dry run, what is not an
 ESPOL directory, numbers and names taken already, and a large data set imported in batches
 with progress and completed after a failure midway.
@@ -13,13 +14,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import column, func, inspect, select, table
+from sqlalchemy import column, delete, func, inspect, select, table
 
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.games import Games
 from ajedrez.store import audit, imported
 from ajedrez.store.db import Database
-from ajedrez.store.models import Game, GameRequest, Move, Subscription, User
+from ajedrez.store.models import Game, GameRequest, ImportedRow, Move, Subscription, User
 from tests.support.admin import Result, assert_error, assert_ok, in_process, listed, pid
 from tests.support.common import PASSWORD
 from tests.support.espol import Conn
@@ -338,6 +339,117 @@ def test_a_game_this_server_numbered_and_purged_is_not_a_1995_one(run, store):
     assert games_["P0000001"][1:3] == ["ana", "bruno"]
 
 
+def ledger(db: Database) -> list[tuple[str, str, str]]:
+    with db.engine.connect() as conn:
+        rows = conn.execute(select(ImportedRow.kind, ImportedRow.subject, ImportedRow.challenged))
+        return sorted(tuple(r) for r in rows)
+
+
+def test_every_row_imported_is_recorded_in_its_transaction(run, store):
+    _, db = store
+    assert_ok(run("import", "espol", str(SAMPLE)))
+    assert ledger(db) == sorted(
+        [("user", u.name, "") for u in SAMPLE_USERS]
+        + [("request", name, "") for name in SAMPLE_REQUESTS]
+        + [("game", pid(g), "") for g in IMPORTED_GAMES]
+        + [("challenge", "diana", "ernesto"), ("challenge", "hilda", "carlos")]
+        + [("challenge", "ivan", "ana")]
+    )
+
+
+def test_what_players_did_since_the_import_does_not_bring_rows_back(run, store):
+    _, db = store
+    first = run("import", "espol", str(SAMPLE))
+    assert_ok(first)
+    recorded = ledger(db)
+    pw = {u.name: u.password for u in SAMPLE_USERS}
+    accounts = Accounts(db)
+    Games(db).decline(accounts.login("ana", pw["ana"]).id, "ivan")  # ivan's 1995 challenge
+    # diana's 1995 challenge to ernesto closes with his account; his two games are lost.
+    assert_ok(run("users", "remove", "ernesto", "--yes"))
+    accounts.set_password("bruno", "bruno's new password")
+    assert_ok(run("subs", "approve", "olga"))
+    assert_ok(run("subs", "reject", "pedro"))
+    assert_ok(run("games", "purge", "--yes"))
+    assert_ok(run("db", "check"))  # the record names purged games and closed accounts
+    before, trail, users = counts(db), len(audit.entries(db)), run("users", "list").out
+    r = run("import", "espol", str(SAMPLE))
+    assert_ok(r)
+    assert r.out.splitlines()[-5:] == [
+        "users: 0 imported, 10 already imported, 7 skipped",
+        "subscription requests: 0 imported, 2 already imported, 4 skipped",
+        "games: 0 imported, 13 already imported, 6 skipped (1 not replaying, 0 finished on import)",
+        "challenges: 0 imported, 3 already imported, 7 skipped",
+        "next game number: P0000021",
+    ]
+    problems = section(r.out, "not imported:")
+    assert sorted(set(problems) - set(section(first.out, "not imported:"))) == sorted(
+        [
+            "autorizados/subscripcion:1: request for 'olga': approved since it was imported: "
+            "not imported again",
+            "autorizados/subscripcion:2: request for 'pedro': rejected since it was imported: "
+            "not imported again",
+            *(
+                f"partidas/est_partida:{line}: {pid(g)}: purged since it was imported: "
+                "not imported again"
+                for line, g in (
+                    (1, 1),
+                    (2, 2),
+                    (5, 5),
+                    (7, 7),
+                    (8, 8),
+                    (14, 13),
+                    (16, 15),
+                    (19, 18),
+                )
+            ),
+            "solicitudes/ana:1: challenge of 'ivan' to 'ana': closed since it was imported "
+            "(answered, withdrawn, or a player left): not imported again",
+            "solicitudes/ernesto:2: challenge of 'diana' to 'ernesto': closed since it was "
+            "imported (answered, withdrawn, or a player left): not imported again",
+        ]
+    )
+    assert counts(db) == before and before["game_requests"] == 1
+    assert len(audit.entries(db)) == trail  # nothing written
+    assert run("users", "list").out == users
+    assert ledger(db) == recorded
+    assert run("subs", "list").out == "no pending subscriptions\n"
+
+
+def test_an_import_made_before_rows_were_recorded_reruns_by_what_is_there(run, store):
+    """A database imported into before migration 0009 has no record of what was
+    imported: equal rows, and the purges of games, tell a rerun what is there already;
+    a challenge to or from a closed account is not imported."""
+    _, db = store
+    first = run("import", "espol", str(SAMPLE))
+    assert_ok(first)
+    with db.engine.begin() as conn:
+        conn.execute(delete(ImportedRow))
+    trail = len(audit.entries(db))
+    r = run("import", "espol", str(SAMPLE))
+    assert_ok(r)
+    assert r.out.splitlines() == first.out.splitlines()[:-5] + RERUN_SUMMARY
+    assert len(audit.entries(db)) == trail and ledger(db) == []
+
+    assert_ok(run("users", "remove", "ernesto", "--yes"))
+    assert_ok(run("games", "purge", "--yes"))
+    before, trail = counts(db), len(audit.entries(db))
+    r = run("import", "espol", str(SAMPLE))
+    assert_ok(r)
+    lines = r.out.splitlines()
+    assert lines[-3].startswith("games: 0 imported, 13 already imported, 6 skipped")
+    assert lines[-2] == "challenges: 0 imported, 2 already imported, 8 skipped"
+    problems = section(r.out, "not imported:")
+    assert (
+        "solicitudes/ernesto:2: the account of 'ernesto' is closed: challenge skipped" in problems
+    )
+    assert (
+        "partidas/est_partida:19: P0000018: purged since it was imported: not imported again"
+    ) in problems
+    assert counts(db) == before
+    assert len(audit.entries(db)) == trail and ledger(db) == []
+
+
 def test_a_dry_run_writes_nothing(run, store):
     _, db = store
     before = counts(db)
@@ -568,6 +680,7 @@ def test_a_large_import_shows_progress_and_completes_after_a_failure(
     assert r.status == 3, r  # an unexpected failure: the database's status
     assert "import espol: games 200/700" in r.err
     assert counts(db)["games"] == 200  # the first batch, whole; nothing of the second
+    assert len([k for k in ledger(db) if k[0] == "game"]) == 200  # recorded with its rows
     with db.engine.connect() as conn:
         assert conn.scalar(select(func.max(Move.game_id))) <= 200
 

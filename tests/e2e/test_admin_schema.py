@@ -57,6 +57,7 @@ def test_downgrade_that_would_lose_data_is_refused_unless_forced(cli, fresh):
         r,
         1,
         "going back to 0004 would lose",
+        "4 records of rows 'import espol' wrote (migration 0009)",
         "3 chat messages, 1 seek, 1 takeback request (migration 0007)",
         "1 private game (observers could watch it), 1 private challenge (migration 0006)",
         "1 game with a clock, 1 challenge with a clock, 1 account's leave (migration 0005)",
@@ -71,12 +72,13 @@ def test_downgrade_that_would_lose_data_is_refused_unless_forced(cli, fresh):
     assert_ok(r)
     lines = r.out.splitlines()
     assert lines[0] == f"database schema taken back from {HEAD} to 0004"
-    assert lines[1].startswith("lost: 3 chat messages") and "1 game with a clock" in lines[1]
+    assert lines[1].startswith("lost: 4 records of rows 'import espol' wrote (migration 0009); 3 ")
+    assert "3 chat messages" in lines[1] and "1 game with a clock" in lines[1]
     assert "run the release whose newest migration is 0004" in lines[2]
     assert current_revision(database) == "0004"
     action, target, detail = audit_rows(database)[-1]
     assert (action, target) == ("db downgrade", "0004")
-    assert detail.startswith(f"from {HEAD}; lost 3 chat messages")
+    assert detail.startswith(f"from {HEAD}; lost 4 records of rows 'import espol' wrote")
 
     # This release brings it forward again; what 0004 holds is all there and works.
     assert_ok(cli("db", "upgrade", url=url))
@@ -119,7 +121,7 @@ def test_downgrade_needs_a_known_revision_earlier_than_the_database(cli, fresh):
         pass
     assert_error(cli("db", "downgrade", "0001", url=url), 1, "no schema yet")
     migrate_to(database, "0005")
-    for unknown in ("0009", "5", "base", "0005_clocks", "head"):
+    for unknown in ("0999", "5", "base", "0005_clocks", "head"):
         r = cli("db", "downgrade", unknown, url=url)
         assert_error(r, 2, f"no migration '{unknown}'", "0001, 0002", "0005_clocks_and_leave")
     for not_earlier in ("0005", "0006", HEAD):
@@ -134,7 +136,10 @@ def test_downgrade_on_a_terminal_asks_first(cli, fresh):
     build(database, HEAD)
 
     r = cli("db", "downgrade", "0006", "--force", url=url, tty=True, stdin="n\n")
-    question = f"take the database schema back from {HEAD} to 0006, losing 3 chat messages"
+    question = (
+        f"take the database schema back from {HEAD} to 0006, losing 4 records of rows "
+        "'import espol' wrote (migration 0009); 3 chat messages"
+    )
     assert question in r.err
     assert_error(answered(r), 1, "not confirmed: nothing changed")
     assert current_revision(database) == HEAD

@@ -5,7 +5,8 @@ database built so lost nothing on its way to head.
 
 The data is what a server of that release would have written: argon2 hashes, moves with
 their SAN, FEN and base position worked out by python-chess as the server does, clocks,
-events, observers, chat, seeks and a takeback request where the revision has them.
+events, observers, chat, seeks, a takeback request and the record of a 1995 import where
+the revision has them.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from ajedrez.protocol.records import (
     MoveRecord,
 )
 from ajedrez.protocol.timecontrol import DAY_MS, HOUR_MS, TimeControl, control_name
+from ajedrez.store import imported
 from ajedrez.store.db import Database
 from ajedrez.store.eager import blocking
 from ajedrez.store.migrate import alembic_config, revisions
@@ -124,6 +126,7 @@ class Built:
     events: int = 0
     chat: list[str] = field(default_factory=list)
     audit: list[str] = field(default_factory=list)
+    imported: list[tuple[str, str, str]] = field(default_factory=list)  # from 0009
 
     def game(self, key: str) -> GameSpec:
         return next(g for g in self.games if g.key == key)
@@ -263,6 +266,8 @@ def build(database: Database, revision: str) -> Built:
             _insert_removals_and_audit(conn, built)
         if since(revision, "0006"):
             _insert_live(conn, built, revision)
+        if since(revision, "0009"):
+            _insert_imported(conn, built)
     return built
 
 
@@ -270,7 +275,7 @@ def _insert(conn: Connection, table: str, row: dict[str, Any]) -> int:
     columns = ", ".join(row)
     values = ", ".join(f":{c}" for c in row)
     sql = f"INSERT INTO {table} ({columns}) VALUES ({values})"
-    if "id" in row or table in ("moves", "observers", "takebacks"):
+    if "id" in row or table in ("moves", "observers", "takebacks", "imported_rows"):
         conn.execute(text(sql), row)
         return 0
     return int(conn.execute(text(sql + " RETURNING id"), row).scalar_one())
@@ -486,6 +491,26 @@ def _insert_live(conn: Connection, built: Built, revision: str) -> None:
     )
 
 
+# What an import of 1995 files recorded: ana and bob, the game purged since (0003's
+# removals) and a challenge still open.
+IMPORTED = [
+    ("user", "ana", ""),
+    ("user", "bob", ""),
+    ("game", "P0000099", ""),
+    ("challenge", "eva", "ana"),
+]
+
+
+def _insert_imported(conn: Connection, built: Built) -> None:
+    for kind, subject, challenged in IMPORTED:
+        _insert(
+            conn,
+            "imported_rows",
+            {"kind": kind, "subject": subject, "challenged": challenged, "imported_at": T0},
+        )
+        built.imported.append((kind, subject, challenged))
+
+
 @dataclass(frozen=True)
 class _Players:
     white_id: int
@@ -578,6 +603,7 @@ def check(database: Database, built: Built, kept: str | None = None) -> None:
     assert audit_actions(database) == (built.audit if since(kept, "0003") else [])
     if since(kept, "0003"):
         assert games.removals_since(ids["ana"], 0)[1] == [("P", "P0000099")]
+    assert imported_keys(database) == (built.imported if since(kept, "0009") else [])
 
     # A pending takeback is answered; then every active game goes on with a legal move,
     # and the repeated position can be claimed as a draw.
@@ -626,6 +652,18 @@ def check(database: Database, built: Built, kept: str | None = None) -> None:
 
 def _play(moves: Moves, caller_id: int, game_id: int, record: MoveRecord) -> None:
     assert blocking(lambda: moves.play(caller_id, game_id, record)) is None
+
+
+def imported_keys(database: Database) -> list[tuple[str, str, str]]:
+    """What ``imported_rows`` records, in the order of ``IMPORTED``."""
+    if not inspect(database.engine).has_table("imported_rows"):
+        return []
+    with database.reading() as tx:
+        found = set(imported.recorded(tx, "user", ["ana", "bob"]))
+        keys = [("user", s, c) for s, c in sorted(found)]
+        keys += [("game", s, c) for s, c in imported.recorded(tx, "game", ["P0000099"])]
+        keys += [("challenge", s, c) for s, c in imported.recorded(tx, "challenge", ["eva"])]
+    return keys
 
 
 def audit_actions(database: Database) -> list[str]:
