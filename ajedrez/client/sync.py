@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import chess
 import chess.pgn
 
-from ajedrez.client.cache import Cache
+from ajedrez.client.cache import Cache, CachedMove
 from ajedrez.client.chessboard import board_from, to_move
 from ajedrez.client.clocks import local_ms
 from ajedrez.client.errors import ProtocolError, ProtocolFailure, ReplyError
@@ -37,6 +37,9 @@ from ajedrez.client.protocol import Client
 from ajedrez.domain.export import GameFacts, read_facts
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.records import REMOVED_GAME, GameStatus, MoveRecord, OpenChallenge
+
+# How many of the last plies held a sync reads again to see that they are still the game's.
+RECHECK_PLIES = 2
 
 LocalClock = Callable[[], int]  # this machine's time in ms; the tests pass their own
 
@@ -79,15 +82,24 @@ def sync_game(client: Client, cache: Cache, gid: str, *, clock: LocalClock = loc
                 cache.drop_moves(gid)
             held = []
         local_last = len(held)
+        # The last plies held are read again with the new ones: a takeback (two in a row,
+        # one by each player) followed by other moves leaves as many plies, not the same.
+        recheck = min(local_last, RECHECK_PLIES)
+        after = local_last - recheck
         records: list[MoveRecord] = []
-        if server_last > local_last:
-            records = client.spar(gid, local_last)
+        if server_last > after:
+            records = client.spar(gid, after)
             spar_requests += 1
             for i, rec in enumerate(records):
-                if rec.ply != local_last + 1 + i:
+                if rec.ply != after + 1 + i:
                     raise ProtocolError(
-                        f"SPAR {gid} after {local_last} answered ply {rec.ply} out of order"
+                        f"SPAR {gid} after {after} answered ply {rec.ply} out of order"
                     )
+            if [_fields(r) for r in records[:recheck]] != [_fields(m) for m in held[after:]]:
+                with cache.transaction():  # taken back and played otherwise: fetch it whole
+                    cache.drop_moves(gid)
+                continue
+            records = records[recheck:]
         board = board_from((m.jugada, m.promocion) for m in held)
         rows: list[tuple[MoveRecord, str, int | None]] = []
         for rec in records:
@@ -107,6 +119,10 @@ def sync_game(client: Client, cache: Cache, gid: str, *, clock: LocalClock = loc
     learn_facts(client, cache, st)
     learn_clock(client, cache, st, clock=clock)
     return GameSync(st, new_total, spar_requests)
+
+
+def _fields(move: MoveRecord | CachedMove) -> tuple[int, str, int, str, int]:
+    return (move.ply, move.jugada, move.reverso, move.posicion, move.promocion)
 
 
 def learn_clock(client: Client, cache: Cache, st: GameStatus, *, clock: LocalClock) -> None:
