@@ -59,6 +59,7 @@ from ajedrez.client.play_commands import (
     cmd_draw,
     cmd_move,
     cmd_resign,
+    cmd_takeback,
 )
 from ajedrez.client.protocol import DEFAULT_PORT
 from ajedrez.client.read_commands import (
@@ -240,6 +241,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="USER")
     p = add("draw", cmd_draw, "offer a draw, or accept or decline your opponent's offer")
     p.add_argument("action", choices=["offer", "accept", "decline"])
+    p.add_argument("game", metavar="GAME")
+    p = add(
+        "takeback",
+        cmd_takeback,
+        "ask your opponent to take back your last move, or accept or decline their request",
+    )
+    p.add_argument("action", choices=["ask", "accept", "decline"])
     p.add_argument("game", metavar="GAME")
     p = add("resign", cmd_resign, "resign a game")
     p.add_argument("game", metavar="GAME")

@@ -150,6 +150,12 @@ def describe(e: EventRecord, me: str, players: PlayersOf) -> str:
         user = f["usuario"]
         if user == me:
             return f"{gid}: you asked to take back your last move"
+        known = players(gid)
+        if known is not None and me in known:
+            return (
+                f"{gid}: {user} asks to take back their last move: `ajedrez takeback accept "
+                f"{gid}` or `ajedrez takeback decline {gid}`"
+            )
         return f"{gid}: {user} asks to take back their last move"
     if kind == ev.RETROCESO_ACEPTADO:
         return f"{gid}: {who(f['usuario'])} accepted the takeback: ply {f['jugada_n']} undone"

@@ -256,6 +256,31 @@ def cmd_draw(app: App) -> int:
     return EXIT_OK
 
 
+def cmd_takeback(app: App) -> int:
+    with app.open_cache(create=True) as cache:
+        gid = game_to_play(app, cache)
+        with app.session() as client:
+            st = active_game(client, cache, gid)
+            opp = st.opponent
+            if app.args.action == "ask":
+                client.atrs(gid, opp)
+                msg = (
+                    f"Asked {opp} to take back your last move in {gid}; it stands until "
+                    f"{opp} accepts (a move by {opp} declines)."
+                )
+            else:
+                accept = app.args.action == "accept"
+                client.ratr(gid, accept, opp)
+                msg = (
+                    f"Takeback accepted in {gid}: {opp}'s last move is undone; {opp} to move."
+                    if accept
+                    else f"Takeback declined in {gid}; the move stands."
+                )
+            fresh_game(client, cache, gid)
+    app.say(msg)
+    return EXIT_OK
+
+
 def cmd_resign(app: App) -> int:
     with app.open_cache(create=True) as cache:
         gid = game_to_play(app, cache)

@@ -93,6 +93,31 @@ def test_draw_offer_decline_accept(machine, new_user):
     assert "1/2-1/2" in b("export", gid).out
 
 
+def test_takeback_and_a_copy_that_held_the_move_taken_back(machine, new_user):
+    ana, bob = new_user("ana"), new_user("bob")
+    a, b = machine(ana), machine(bob)
+    gid = start_game(a, b)
+    for i, san in enumerate(["e4", "e5", "Nf3"]):
+        (a if i % 2 == 0 else b)("move", gid, san)
+    laptop = machine(bob, name="bob-laptop")
+    assert "3 new moves" in laptop("sync").out
+
+    answered = b.fail("takeback", "ask", gid, rc=1).err  # e5 was answered by Nf3
+    assert "850" in answered and "not yours" in answered
+    assert f"Asked {bob} to take back" in a("takeback", "ask", gid).out
+    assert f"Takeback declined in {gid}" in b("takeback", "decline", gid).out
+    a("takeback", "ask", gid)
+    assert f"{ana}'s last move is undone; {ana} to move" in b("takeback", "accept", gid).out
+    a("move", gid, "Nc3")  # ply 3 again: as many plies as the laptop holds, not the same
+
+    def moves(text: str) -> str:
+        return text.split("Movida")[1].split("\n\n")[0]
+
+    held = moves(laptop("show", gid, "--sync").out)
+    assert "Nc3" in held and "Nf3" not in held, held
+    assert held == moves(b("show", gid, "--sync").out)
+
+
 def test_resign_and_claim(machine, new_user):
     ana, bob = new_user("ana"), new_user("bob")
     a, b = machine(ana), machine(bob)

@@ -84,6 +84,13 @@ def test_words_from_each_side():
     assert words("1:0:FINALIZACION:P0000009:3:agreement") == "P0000009 is over: draw: agreement"
     assert words("1:0:FINALIZACION:P0000009:0:aborted") == "P0000009 is over: no result: aborted"
     assert words("1:0:TABLAS:P0000001:bob").endswith("`ajedrez draw decline P0000001`")
+    assert words("1:0:RETROCESO:P0000001:bob") == (
+        "P0000001: bob asks to take back their last move: `ajedrez takeback accept P0000001` "
+        "or `ajedrez takeback decline P0000001`"
+    )
+    assert words("1:0:RETROCESO:P0000009:bob", me="carl") == (
+        "P0000009: bob asks to take back their last move"
+    )
     assert words("1:0:ABANDONO:P0000001:carl:1") == "P0000001: carl stopped observing"
     assert words("1:0:CHAT:P0000001:bob:see: a colon") == "P0000001: bob: see: a colon"
     assert words("1:0:NUEVO:x:y") == "x, y"
