@@ -3,6 +3,7 @@ logs in, acts, and brings the game or the challenges in the local data up to dat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import suppress
 
 from ajedrez.client.app import EXIT_OK, EXIT_USAGE, App, CliError
@@ -233,51 +234,55 @@ def _send_move(
 
 
 def cmd_draw(app: App) -> int:
-    with app.open_cache(create=True) as cache:
-        gid = game_to_play(app, cache)
-        with app.session() as client:
-            st = active_game(client, cache, gid)
-            opp = st.opponent
-            if app.args.action == "offer":
-                client.tbls(gid, opp)
-                msg = (
-                    f"Draw offered to {opp} in {gid}. Neither of you can move until {opp} answers."
-                )
-            else:
-                accept = app.args.action == "accept"
-                client.rtbl(gid, accept, opp)
-                msg = (
-                    f"Draw agreed in {gid}: the game is over, 1/2-1/2."
-                    if accept
-                    else f"Draw offer declined in {gid}; play goes on."
-                )
-            fresh_game(client, cache, gid)
-    app.say(msg)
-    return EXIT_OK
+    return _ask_or_answer(
+        app,
+        "offer",
+        Client.tbls,
+        Client.rtbl,
+        {
+            "offer": "Draw offered to {opp} in {gid}. Neither of you can move until {opp} answers.",
+            "accept": "Draw agreed in {gid}: the game is over, 1/2-1/2.",
+            "decline": "Draw offer declined in {gid}; play goes on.",
+        },
+    )
 
 
 def cmd_takeback(app: App) -> int:
+    return _ask_or_answer(
+        app,
+        "ask",
+        Client.atrs,
+        Client.ratr,
+        {
+            "ask": "Asked {opp} to take back your last move in {gid}; it stands until {opp} "
+            "accepts (a move by {opp} declines).",
+            "accept": "Takeback accepted in {gid}: {opp}'s last move is undone; {opp} to move.",
+            "decline": "Takeback declined in {gid}; the move stands.",
+        },
+    )
+
+
+def _ask_or_answer(
+    app: App,
+    asking: str,
+    ask: Callable[[Client, str, str], None],
+    answer: Callable[[Client, str, bool, str], None],
+    said: dict[str, str],
+) -> int:
+    """A request to the opponent (``app.args.action`` ``asking``), or the answer to
+    theirs (``accept``, ``decline``); ``said``: what is printed for each, with ``{gid}``
+    and ``{opp}``."""
+    action = app.args.action
     with app.open_cache(create=True) as cache:
         gid = game_to_play(app, cache)
         with app.session() as client:
-            st = active_game(client, cache, gid)
-            opp = st.opponent
-            if app.args.action == "ask":
-                client.atrs(gid, opp)
-                msg = (
-                    f"Asked {opp} to take back your last move in {gid}; it stands until "
-                    f"{opp} accepts (a move by {opp} declines)."
-                )
+            opp = active_game(client, cache, gid).opponent
+            if action == asking:
+                ask(client, gid, opp)
             else:
-                accept = app.args.action == "accept"
-                client.ratr(gid, accept, opp)
-                msg = (
-                    f"Takeback accepted in {gid}: {opp}'s last move is undone; {opp} to move."
-                    if accept
-                    else f"Takeback declined in {gid}; the move stands."
-                )
+                answer(client, gid, action == "accept", opp)
             fresh_game(client, cache, gid)
-    app.say(msg)
+    app.say(said[action].format(gid=gid, opp=opp))
     return EXIT_OK
 
 
