@@ -23,6 +23,13 @@ from tests.support.server import ServerProcess, start_server
 WAIT = 30.0  # seconds a test waits for a line before it fails
 
 
+def _interruptible() -> None:
+    # The SIGINT a test sends stands for Ctrl-C at a terminal. Where the suite itself runs
+    # with SIGINT ignored (a background job of a shell without job control), a child
+    # inherits that and Python then leaves it ignored.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Running:
     """An ``ajedrez`` command left running (watch, observe), its output read as it
     comes."""
@@ -38,6 +45,7 @@ class Running:
             ],
             cwd=ROOT,
             env=m.env(m.password),
+            preexec_fn=_interruptible,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
