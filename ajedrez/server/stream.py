@@ -270,20 +270,23 @@ class Stream:
         events numbered up to the client's cursor will be new ones). The counter is read
         from the store, not from the hub, which may not have seen another process's
         newest events yet."""
-        while True:
-            try:
-                rows = await self.hub.reads.horizon()
-                break
-            except Exception as e:
-                log.warning("event stream of user %d: %s; trying again", self.user_id, e)
-                self.hub.metrics.store_error("events")
-                await asyncio.sleep(CATCH_UP_RETRY_SECONDS)
+        rows = await self._from_store(self.hub.reads.horizon)
         newest, pruned = int(rows[0].last), int(rows[0].pruned_through)
         if self.sent > newest:
             return newest
         if self.sent < pruned:
             return pruned
         return None
+
+    async def _from_store(self, read: Callable[[], asyncio.Future[list[Any]]]) -> list[Any]:
+        """What ``read`` gets from the store, asked again after a pause while it fails."""
+        while True:
+            try:
+                return await read()
+            except Exception as e:
+                log.warning("event stream of user %d: %s; trying again", self.user_id, e)
+                self.hub.metrics.store_error("events")
+                await asyncio.sleep(CATCH_UP_RETRY_SECONDS)
 
     async def _catch_up(self) -> None:
         """Send the user's stored events after ``sent``, then go live. A read the store
@@ -292,13 +295,9 @@ class Stream:
         self.is_live = False
         try:
             while True:
-                try:
-                    rows = await self.hub.reads.of_user(self.user_id, self.sent, CATCH_UP_PAGE)
-                except Exception as e:
-                    log.warning("event stream of user %d: %s; trying again", self.user_id, e)
-                    self.hub.metrics.store_error("events")
-                    await asyncio.sleep(CATCH_UP_RETRY_SECONDS)
-                    continue
+                rows = await self._from_store(
+                    lambda: self.hub.reads.of_user(self.user_id, self.sent, CATCH_UP_PAGE)
+                )
                 for row in rows:
                     if not self._send(row):
                         return  # stalled: writable() starts again from self.sent
