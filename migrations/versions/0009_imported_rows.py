@@ -1,4 +1,4 @@
-"""imported rows: what ``import espol`` wrote, by its key in the 1995 files
+"""imported rows: what import espol wrote, by its key in the 1995 files
 
 A database imported into before this migration has no records: a rerun of the import
 decides about its rows by what the store holds (an equal row, a purge), and records
