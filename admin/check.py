@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from ajedrez.domain.gamecheck import check_game
-from ajedrez.protocol.fields import format_partida
+from ajedrez.domain.values import game_name as format_partida
 from ajedrez.store import check_queries
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import current_revision, head_revision

@@ -30,9 +30,9 @@ from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.errors import Failure, StorageError
 from ajedrez.domain.export import result_text
 from ajedrez.domain.games import GameListing, Games
+from ajedrez.domain.timecontrol import format_duration
+from ajedrez.domain.values import STATUS_FINISHED
 from ajedrez.protocol import fields as values
-from ajedrez.protocol.records import STATUS_FINISHED
-from ajedrez.protocol.timecontrol import format_duration
 from ajedrez.store import audit
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import NewerDatabase, check_known, is_current

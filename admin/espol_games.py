@@ -34,8 +34,7 @@ from ajedrez.domain import rules
 from ajedrez.domain.errors import Failure
 from ajedrez.domain.export import result_text
 from ajedrez.domain.fen import position_fen
-from ajedrez.protocol.fields import format_partida
-from ajedrez.protocol.records import (
+from ajedrez.domain.values import (
     END_ABORTED,
     REQ_ACCEPT,
     REQ_NONE,
@@ -48,6 +47,7 @@ from ajedrez.protocol.records import (
     WINNER_NONE,
     WINNER_WHITE,
 )
+from ajedrez.domain.values import game_name as format_partida
 
 from .espol_files import OldGame, PenFile, Problem
 

@@ -24,8 +24,8 @@ from typing import TypeVar
 
 from ajedrez.domain.errors import Conflict
 from ajedrez.domain.passwords import hash_password
-from ajedrez.protocol.fields import format_partida
-from ajedrez.protocol.records import STATUS_ACTIVE
+from ajedrez.domain.values import STATUS_ACTIVE
+from ajedrez.domain.values import game_name as format_partida
 from ajedrez.store import imported
 from ajedrez.store.db import Database
 from ajedrez.store.tx import Tx

@@ -35,9 +35,10 @@ from ajedrez.client.protocol import (
     parse_move_record,
     reply_header,
 )
+from ajedrez.domain.values import WHITE
+from ajedrez.domain.views import GameStatus, GameSummary, MoveRecord
 from ajedrez.protocol.fields import format_fecha
 from ajedrez.protocol.framing import HEADER, MAX_DATA
-from ajedrez.protocol.records import WHITE, GameStatus, GameSummary, MoveRecord
 
 
 class Observer(Protocol):

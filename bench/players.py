@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 import chess
 
 from ajedrez.client.errors import ClientError, ReplyError
-from ajedrez.protocol.records import BLACK, STATUS_FINISHED, WHITE, MoveRecord
+from ajedrez.domain.values import BLACK, STATUS_FINISHED, WHITE
+from ajedrez.domain.views import MoveRecord
 from bench.aclient import AsyncClient, Observer, color_of, record_move
 
 

@@ -31,8 +31,8 @@ import chess
 from sqlalchemy import bindparam, create_engine, insert, update
 
 from ajedrez.domain.fen import position_fen
-from ajedrez.protocol.fields import format_partida
-from ajedrez.protocol.timecontrol import DAY_MS
+from ajedrez.domain.timecontrol import DAY_MS
+from ajedrez.domain.values import game_name as format_partida
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import upgrade
 from ajedrez.store.models import Game

@@ -39,7 +39,7 @@ from typing import Any
 import chess
 
 from ajedrez.domain.rules import AUTOMATIC_ENDINGS
-from ajedrez.protocol.records import (
+from ajedrez.domain.values import (
     REQ_ACCEPT,
     REQ_NONE,
     REQ_OFFER,

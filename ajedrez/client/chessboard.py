@@ -11,7 +11,7 @@ import chess
 
 from ajedrez.client.clocks import CLOCK_REASONS
 from ajedrez.domain.export import result_text
-from ajedrez.protocol.records import (
+from ajedrez.domain.values import (
     BLACK,
     END_ABORTED,
     REQ_ACCEPT,
@@ -20,8 +20,8 @@ from ajedrez.protocol.records import (
     WINNER_BLACK,
     WINNER_DRAW,
     WINNER_WHITE,
-    GameStatus,
 )
+from ajedrez.domain.views import GameStatus
 
 _UCI = re.compile(r"([a-h][1-8])-?([a-h][1-8])(?:=?([nbrqNBRQ]))?")
 _PROMO_CODE = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}

@@ -14,16 +14,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ajedrez.protocol.records import (
-    BLACK,
-    END_ABORTED,
-    END_TIMEOUT,
-    NO_CLOCK_RUNS,
-    WHITE,
-    ClockStatus,
-    other_color,
-)
-from ajedrez.protocol.timecontrol import DAY_MS, HOUR_MS, MINUTE_MS, NONE, SECOND_MS, parse_control
+from ajedrez.domain.timecontrol import DAY_MS, HOUR_MS, MINUTE_MS, NONE, SECOND_MS, parse_control
+from ajedrez.domain.values import BLACK, END_ABORTED, END_TIMEOUT, WHITE, other_color
+from ajedrez.domain.views import NO_CLOCK_RUNS, ClockStatus
 
 # The end reasons only the server can tell: the final position and solicitudes look the
 # same as those of a game still going on, or of an unclaimed draw.

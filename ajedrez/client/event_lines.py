@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 
 from ajedrez.client.clocks import control_text, describe_control, span, when
 from ajedrez.client.output import numbered
+from ajedrez.domain.values import WHITE, color_of_ply
 from ajedrez.protocol import events as ev
 from ajedrez.protocol.events import FIELDS, EventRecord
-from ajedrez.protocol.records import WHITE, color_of_ply
 
 # (white, black) of a game, when this client knows them.
 PlayersOf = Callable[[str], tuple[str, str] | None]

@@ -11,14 +11,8 @@ from ajedrez.client.cache import Cache, CachedGame
 from ajedrez.client.chessboard import color_name, ending, how_it_ended
 from ajedrez.client.clocks import ClockNow, Players, StoredClock, clock_cell
 from ajedrez.client.sync import board_of
-from ajedrez.protocol.records import (
-    WHITE,
-    WINNER_DRAW,
-    WINNER_NONE,
-    WINNER_WHITE,
-    GameStatus,
-    color_of_ply,
-)
+from ajedrez.domain.values import WHITE, WINNER_DRAW, WINNER_NONE, WINNER_WHITE, color_of_ply
+from ajedrez.domain.views import GameStatus
 
 
 def ago(then: int | None, now: float | None = None) -> str:

@@ -23,9 +23,10 @@ from ajedrez.client.errors import (
 from ajedrez.client.output import finished_message, numbered
 from ajedrez.client.protocol import Client
 from ajedrez.client.sync import board_of, record_own_move, sync_game
+from ajedrez.domain.timecontrol import control_name, parse_control
+from ajedrez.domain.values import BLACK, WHITE
+from ajedrez.domain.views import GameStatus, MoveRecord
 from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.records import BLACK, WHITE, GameStatus, MoveRecord
-from ajedrez.protocol.timecontrol import control_name, parse_control
 
 
 def parse_color(text: str) -> str:

@@ -46,6 +46,7 @@ from ajedrez.client.errors import (
     Unreachable,
     reply_error,
 )
+from ajedrez.domain.timecontrol import parse_control
 from ajedrez.protocol import records
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.events import EventRecord, parse_event
@@ -65,7 +66,6 @@ from ajedrez.protocol.records import (
     RankEntry,
     Removal,
 )
-from ajedrez.protocol.timecontrol import parse_control
 
 __all__ = [
     "CHANNEL_OBSERVERS",

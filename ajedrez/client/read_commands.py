@@ -38,8 +38,8 @@ from ajedrez.client.output import (
 from ajedrez.client.protocol import Client
 from ajedrez.client.sync import board_of, learn_facts, sync_all
 from ajedrez.domain.export import game_pgn
-from ajedrez.protocol.records import other_color
-from ajedrez.protocol.timecontrol import TimeControl, parse_control
+from ajedrez.domain.timecontrol import TimeControl, parse_control
+from ajedrez.domain.values import other_color
 
 
 def cmd_games(app: App) -> int:

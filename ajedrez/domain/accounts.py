@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 from ajedrez.domain import events, games
 from ajedrez.domain.clocks import Clock, SystemClock
-from ajedrez.domain.errors import Conflict, Failure
+from ajedrez.domain.errors import Conflict, Failure, Refusal
 from ajedrez.domain.passwords import hash_password, verify
 from ajedrez.domain.ports import Store, StoreTx
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.fields import format_partida, new_usuario
-from ajedrez.protocol.records import REMOVED_CHALLENGE
+from ajedrez.domain.values import REMOVED_CHALLENGE
+from ajedrez.domain.values import game_name as format_partida
+from ajedrez.domain.values import new_user_name as new_usuario
 
 
 @dataclass(frozen=True)
@@ -63,17 +63,17 @@ class Accounts:
         with self.store.reading() as tx:
             found = tx.active_user_id(name)
         if found is None:
-            raise Failure(Reply.F_NOUSER, f"no active user '{name}'")
+            raise Failure(Refusal.NO_SUCH_USER, f"no active user '{name}'")
 
     def login(self, name: str, password: str) -> Caller:
         """PASS: verify outside any transaction (the hash is slow on purpose)."""
         with self.store.reading() as tx:
             row = tx.login_row(name)
         if row is None:
-            raise Failure(Reply.F_NOUSER, f"no active user '{name}'")
+            raise Failure(Refusal.NO_SUCH_USER, f"no active user '{name}'")
         ok, new_hash = verify(password, row.password_hash)
         if not ok:
-            raise Failure(Reply.F_PASINV, "wrong password")
+            raise Failure(Refusal.WRONG_PASSWORD, "wrong password")
         if new_hash is not None:
             with self.store.writing() as tx:
                 tx.replace_hash(row.id, row.password_hash, new_hash)
@@ -99,7 +99,7 @@ class Accounts:
         total = self.max_pending
         if total is not None and tx.pending_requests() >= total:
             raise Failure(
-                Reply.F_SUBSFULL,
+                Refusal.SIGNUPS_FULL,
                 f"the administrator has {total} subscription requests to answer already; "
                 "try again later",
             )
@@ -108,14 +108,14 @@ class Accounts:
             return
         if tx.pending_requests(address) >= mine:
             raise Failure(
-                Reply.F_SUBSFULL,
+                Refusal.SIGNUPS_FULL,
                 f"{mine} subscription requests from your address are waiting for the "
                 "administrator already",
             )
 
     def unsubscribe(self, caller: Caller, name: str, password: str) -> None:
         if name != caller.name:
-            raise Failure(Reply.F_NOTSELF, f"you are logged in as '{caller.name}', not '{name}'")
+            raise Failure(Refusal.NOT_SELF, f"you are logged in as '{caller.name}', not '{name}'")
         self.login(name, password)
         self._deactivate(name)
 
@@ -165,7 +165,7 @@ class Accounts:
         new_hash = hash_password(password)
         with self.store.writing() as tx:
             if not tx.set_hash(name, new_hash):
-                raise Failure(Reply.F_NOUSER, f"no user '{name}'")
+                raise Failure(Refusal.NO_SUCH_USER, f"no user '{name}'")
             tx.audit(by, "users passwd", name)
 
     def list_subscriptions(self) -> list[SubscriptionInfo]:
@@ -179,14 +179,14 @@ class Accounts:
             with self.store.writing() as tx:
                 row = tx.take_request(name)
                 if row is None:
-                    raise Failure(Reply.F_NOUSER, f"no subscription request for '{name}'")
+                    raise Failure(Refusal.NO_SUCH_USER, f"no subscription request for '{name}'")
                 # A request filed before these rules held may break them: it can only be
                 # rejected, and the reason says so.
                 try:
                     _check_new_name(name)
                     _check_name_free(tx, name, requests=False)
                 except Failure as f:
-                    raise Failure(f.code, f"{f.reason}: reject the request") from None
+                    raise Failure(f.kind, f"{f.reason}: reject the request") from None
                 tx.add_account(name, row.password_hash, row.comment)
                 tx.audit(by, "subs approve", name)
         except Conflict:
@@ -195,7 +195,7 @@ class Accounts:
     def reject(self, name: str, *, by: str | None = None) -> None:
         with self.store.writing() as tx:
             if not tx.drop_request(name):
-                raise Failure(Reply.F_NOUSER, f"no subscription request for '{name}'")
+                raise Failure(Refusal.NO_SUCH_USER, f"no subscription request for '{name}'")
             tx.audit(by, "subs reject", name)
 
     # -- shared ------------------------------------------------------------------------
@@ -219,7 +219,7 @@ class Accounts:
                 _check_name_free(tx, name, requests=requests)
         except Failure as f:
             return f
-        return Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken")
+        return Failure(Refusal.NAME_TAKEN, f"the name '{name}' is taken")
 
     def _deactivate(self, name: str, by: str | None = None) -> list[int]:
         """UNSU and ``users remove``: the account is closed and its active games lost.
@@ -227,7 +227,7 @@ class Accounts:
         with self.store.writing() as tx:
             user_id = tx.active_user_id(name)
             if user_id is None:
-                raise Failure(Reply.F_NOUSER, f"no active user '{name}'")
+                raise Failure(Refusal.NO_SUCH_USER, f"no active user '{name}'")
             # Games first: a finishing move locks its game before the winner's user row,
             # so taking the same order here leaves PostgreSQL no lock cycle.
             now = self.clock.now_ms()
@@ -253,7 +253,7 @@ def _check_new_name(name: str) -> None:
     try:
         new_usuario(name)
     except ValueError as e:
-        raise Failure(Reply.F_PARAM, str(e)) from None
+        raise Failure(Refusal.INVALID, str(e)) from None
 
 
 def _check_name_free(tx: StoreTx, name: str, *, requests: bool = True) -> None:
@@ -263,13 +263,13 @@ def _check_name_free(tx: StoreTx, name: str, *, requests: bool = True) -> None:
     an account that clashed before the rule and has no key."""
     spelled = tx.account_spelled(name)
     if spelled is not None:
-        raise Failure(Reply.F_NAMETAKEN, f"the name '{name}' is taken{_as(name, spelled)}")
+        raise Failure(Refusal.NAME_TAKEN, f"the name '{name}' is taken{_as(name, spelled)}")
     if not requests:
         return
     spelled = tx.request_spelled(name)
     if spelled is not None:
         raise Failure(
-            Reply.F_NAMETAKEN,
+            Refusal.NAME_TAKEN,
             f"an account for '{name}' has been requested already{_as(name, spelled)}, "
             "awaiting the administrator's answer",
         )

@@ -14,10 +14,10 @@ from typing import Protocol
 
 import chess
 
-from ajedrez.domain.errors import Failure
+from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.rules import GameRow
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.records import (
+from ajedrez.domain.timecontrol import DAY_MS, HOUR_MS, SECOND_MS, TimeControl, format_duration
+from ajedrez.domain.values import (
     BLACK,
     END_ABORTED,
     END_TIMEOUT,
@@ -29,13 +29,6 @@ from ajedrez.protocol.records import (
     WINNER_WHITE,
     color_of_ply,
     other_color,
-)
-from ajedrez.protocol.timecontrol import (
-    DAY_MS,
-    HOUR_MS,
-    SECOND_MS,
-    TimeControl,
-    format_duration,
 )
 
 LEAVE_MARGIN_MS = HOUR_MS  # leave cannot start this close to a running deadline
@@ -72,7 +65,7 @@ class ClockRules:
             numbers.append(control.cap_ms)
         if control.initial_ms < self.min_bank_ms or any(n > self.max_bank_ms for n in numbers):
             raise Failure(
-                Reply.F_PARAM,
+                Refusal.INVALID,
                 f"time control {control.name()}: the initial bank must be {low} to {high}, "
                 f"the increment and cap at most {high}",
             )
@@ -80,7 +73,7 @@ class ClockRules:
             control.initial_ms, control.increment_ms
         ):
             raise Failure(
-                Reply.F_PARAM,
+                Refusal.INVALID,
                 f"time control {control.name()}: the cap may not be below the initial bank "
                 "or the increment",
             )

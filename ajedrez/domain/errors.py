@@ -1,17 +1,67 @@
-"""Exceptions that cross layers. Free of SQLAlchemy, so the protocol layer can catch them."""
+"""Exceptions that cross layers, free of SQLAlchemy and of any wire protocol.
+
+A refused request is a :class:`Failure`: a :class:`Refusal` (what kind of refusal, from
+one enumeration every front end maps to its own vocabulary: ESPOL to its 8xx codes in
+``espol/codes.py``) and a reason a person can act on.
+"""
 
 from __future__ import annotations
 
-from ajedrez.protocol.codes import Reply
+from enum import StrEnum
+
+
+class Refusal(StrEnum):
+    """Why a request was refused. The values are stable names a front end may show."""
+
+    # The request itself, and the session.
+    INVALID = "invalid"  # a field is malformed or does not apply (the reason names it)
+    NOT_SELF = "not_self"  # names another user than the one logged in
+    SIGNUP_RATE = "signup_rate"  # too many sign-up requests from this address lately
+    SIGNUPS_FULL = "signups_full"  # pending sign-up requests are at their cap
+    # Accounts.
+    NO_SUCH_USER = "no_such_user"
+    WRONG_PASSWORD = "wrong_password"
+    NAME_TAKEN = "name_taken"  # the name is taken or already requested
+    SELF_CHALLENGE = "self_challenge"
+    # Challenges.
+    CHALLENGE_EXISTS = "challenge_exists"  # an open challenge between the two users exists
+    GAME_EXISTS = "game_exists"  # an active game between the two users exists
+    NO_SUCH_CHALLENGE = "no_such_challenge"
+    TIME_CONTROL_DIFFERS = "time_control_differs"  # the challenge's control is not the one named
+    # Games.
+    NO_SUCH_GAME = "no_such_game"
+    NOT_A_PLAYER = "not_a_player"  # the caller does not play in (or observe) the game
+    NOT_OPPONENT = "not_opponent"  # the user named is not the caller's opponent there
+    GAME_OVER = "game_over"
+    NOT_YOUR_TURN = "not_your_turn"
+    WRONG_PLY = "wrong_ply"  # the move's number is not the game's next (stale or ahead)
+    DRAW_PENDING = "draw_pending"  # a draw offer waits for the caller's answer
+    MOVE_MISMATCH = "move_mismatch"  # the move's redundant fields disagree with it
+    ILLEGAL_MOVE = "illegal_move"
+    NO_MORE_MOVES = "no_more_moves"  # no moves after the ply asked
+    DRAW_OFFERED = "draw_offered"  # a draw offer is pending already
+    NO_DRAW_OFFER = "no_draw_offer"  # no offer from the opponent to answer
+    NO_CLAIM = "no_claim"  # neither threefold repetition nor the fifty-move rule applies
+    LEAVE_REFUSED = "leave_refused"  # leave cannot start or end now
+    # Live play.
+    PRIVATE_GAME = "private_game"
+    OBSERVE_REFUSED = "observe_refused"  # a player cannot observe; not observing to stop
+    CHAT_RATE = "chat_rate"
+    SEEK_EXISTS = "seek_exists"
+    NO_SUCH_SEEK = "no_such_seek"
+    TAKEBACK_REFUSED = "takeback_refused"  # no takeback may be asked or answered now
 
 
 class Failure(Exception):
-    """The command was refused (8xx/9xx): bad parameters, not allowed now, stale data."""
+    """The request was refused: bad parameters, not allowed now, stale data."""
 
-    def __init__(self, code: Reply, reason: str) -> None:
+    def __init__(self, kind: Refusal, reason: str) -> None:
         super().__init__(reason)
-        self.code = code
+        self.kind = kind
         self.reason = reason
+
+    def __reduce__(self) -> tuple[type[Failure], tuple[Refusal, str]]:
+        return Failure, (self.kind, self.reason)
 
 
 class Conflict(Exception):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ajedrez.domain import event_kinds as ev
 from ajedrez.domain import rules
-from ajedrez.protocol import events as ev
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 import chess
 import chess.pgn
 
-from ajedrez.protocol.records import END_ABORTED, END_TIMEOUT
-from ajedrez.protocol.timecontrol import TimeControl
+from ajedrez.domain.timecontrol import TimeControl
+from ajedrez.domain.values import END_ABORTED, END_TIMEOUT
 
 EVENT = "Ajedrez correspondence game"
 SITE = "Ajedrez ESPOL 2.0 server"

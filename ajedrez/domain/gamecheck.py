@@ -29,7 +29,7 @@ import chess
 from ajedrez.domain import rules
 from ajedrez.domain.errors import Failure
 from ajedrez.domain.fen import position_fen
-from ajedrez.protocol.records import (
+from ajedrez.domain.values import (
     END_ABORTED,
     STATUS_ACTIVE,
     STATUS_FINISHED,

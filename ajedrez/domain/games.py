@@ -14,7 +14,7 @@ import chess
 
 from ajedrez.domain import clocks, events, rules
 from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
-from ajedrez.domain.errors import Conflict, Failure
+from ajedrez.domain.errors import Conflict, Failure, Refusal
 from ajedrez.domain.export import LEFT_SERVICE, game_pgn
 from ajedrez.domain.fen import position_fen
 from ajedrez.domain.live import (
@@ -27,9 +27,9 @@ from ajedrez.domain.live import (
     start_game,
 )
 from ajedrez.domain.ports import GameRecord, Store, StoreTx
+from ajedrez.domain.timecontrol import TimeControl, control_name, parse_control
 from ajedrez.domain.timekeeping import Timekeeping, flag, timed_out
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.records import (
+from ajedrez.domain.values import (
     BLACK,
     OBSERVER,
     REMOVED_CHALLENGE,
@@ -42,13 +42,10 @@ from ajedrez.protocol.records import (
     WINNER_BLACK,
     WINNER_DRAW,
     WINNER_WHITE,
-    GameStatus,
-    GameSummary,
-    MoveRecord,
     color_of_ply,
     other_color,
 )
-from ajedrez.protocol.timecontrol import TimeControl, control_name, parse_control
+from ajedrez.domain.views import GameStatus, GameSummary, MoveRecord
 
 PURGE_AUDIT_IDS = 20  # the audit trail names this many purged games, then counts the rest
 RANKING_SIZE = 10
@@ -99,18 +96,18 @@ class Games:
                 me = tx.user_ref(caller_id)
                 if me is None or not me.active:
                     name = me.name if me is not None else caller_id
-                    raise Failure(Reply.F_NOUSER, f"your account '{name}' is closed")
+                    raise Failure(Refusal.NO_SUCH_USER, f"your account '{name}' is closed")
                 target_id = _active_user_id(tx, target)
                 if target_id == caller_id:
-                    raise Failure(Reply.F_SELF, "you cannot challenge yourself")
+                    raise Failure(Refusal.SELF_CHALLENGE, "you cannot challenge yourself")
                 lo, hi = sorted((caller_id, target_id))
                 if tx.challenge_between(lo, hi):
                     raise Failure(
-                        Reply.F_REQEXISTS, f"a challenge between you and '{target}' is open"
+                        Refusal.CHALLENGE_EXISTS, f"a challenge between you and '{target}' is open"
                     )
                 if tx.active_game_between(lo, hi):
                     raise Failure(
-                        Reply.F_GAMEEXISTS, f"you already have an active game with '{target}'"
+                        Refusal.GAME_EXISTS, f"you already have an active game with '{target}'"
                     )
                 tx.add_challenge(caller_id, target_id, control, private)
                 tx.emit(
@@ -124,7 +121,7 @@ class Games:
                 )
         except Conflict:
             raise Failure(
-                Reply.F_REQEXISTS, f"a challenge between you and '{target}' is open"
+                Refusal.CHALLENGE_EXISTS, f"a challenge between you and '{target}' is open"
             ) from None
 
     def challengers_since(self, caller_id: int, since: int) -> tuple[int, list[tuple[str, str]]]:
@@ -146,12 +143,14 @@ class Games:
                 if challenger_id is not None:
                     taken = tx.take_challenge(challenger_id, caller_id)
                 if challenger_id is None or taken is None:
-                    raise Failure(Reply.F_NOREQ, f"no open challenge from '{challenger}' to you")
+                    raise Failure(
+                        Refusal.NO_SUCH_CHALLENGE, f"no open challenge from '{challenger}' to you"
+                    )
                 control: TimeControl | None = taken[0]
                 private = taken[1]
                 if expected is not None and parse_control(expected) != control:
                     raise Failure(
-                        Reply.F_TIMECONTROL,
+                        Refusal.TIME_CONTROL_DIFFERS,
                         f"the challenge from '{challenger}' has the time control "
                         f"{control_name(control)}, not {expected}",
                     )
@@ -170,7 +169,7 @@ class Games:
                 )
         except Conflict:
             raise Failure(
-                Reply.F_GAMEEXISTS, f"you already have an active game with '{challenger}'"
+                Refusal.GAME_EXISTS, f"you already have an active game with '{challenger}'"
             ) from None
 
     def decline(self, caller_id: int, other: str) -> None:
@@ -182,7 +181,9 @@ class Games:
             if other_id is not None:
                 makers = tx.drop_challenges_between(*sorted((caller_id, other_id)))
             if other_id is None or not makers:
-                raise Failure(Reply.F_NOREQ, f"no open challenge between you and '{other}'")
+                raise Failure(
+                    Refusal.NO_SUCH_CHALLENGE, f"no open challenge between you and '{other}'"
+                )
             me = tx.user_name(caller_id) or ""
             tx.note_removals(REMOVED_CHALLENGE, [(caller_id, other), (other_id, me)])
             users = {caller_id: (caller_id, me), other_id: (other_id, other)}
@@ -224,7 +225,7 @@ class Games:
         def offer(tx: StoreTx, row: GameRecord, color: str, now: int) -> None:
             if REQ_OFFER in (row.req_white, row.req_black):
                 raise Failure(
-                    Reply.F_OFFERED, f"a draw offer is already pending in {rules.pid(game_id)}"
+                    Refusal.DRAW_OFFERED, f"a draw offer is already pending in {rules.pid(game_id)}"
                 )
             # The receiver's clock runs while the offer waits (docs/protocol.md section 5).
             receiver = other_color(color)
@@ -239,7 +240,7 @@ class Games:
             theirs = rules.req_field(other_color(color))
             if getattr(row, theirs) != REQ_OFFER:
                 raise Failure(
-                    Reply.F_NOOFFER,
+                    Refusal.NO_DRAW_OFFER,
                     f"your opponent has no draw offer pending in {rules.pid(game_id)}",
                 )
             me = (caller_id, _name(row, color))
@@ -272,7 +273,7 @@ class Games:
                 reason = chess.Termination.FIFTY_MOVES
             else:
                 raise Failure(
-                    Reply.F_NOCLAIM,
+                    Refusal.NO_CLAIM,
                     "no draw to claim: the position has not occurred three times and "
                     f"only {board.halfmove_clock // 2} moves by each side have passed "
                     "without a capture or pawn move (50 needed)",
@@ -306,16 +307,18 @@ class Games:
             last = row.next_ply - 1
             if last < 1 or color_of_ply(last) != color:
                 raise Failure(
-                    Reply.F_TAKEBACK,
+                    Refusal.TAKEBACK_REFUSED,
                     f"the last move in {rules.pid(game_id)} is not yours: only a move your "
                     "opponent has not answered can be taken back",
                 )
             if REQ_OFFER in (row.req_white, row.req_black):
-                raise Failure(Reply.F_TAKEBACK, f"a draw offer is pending in {rules.pid(game_id)}")
+                raise Failure(
+                    Refusal.TAKEBACK_REFUSED, f"a draw offer is pending in {rules.pid(game_id)}"
+                )
             pending = tx.takeback(game_id)
             if pending is not None and pending.ply == last:
                 raise Failure(
-                    Reply.F_TAKEBACK, f"a takeback is already asked in {rules.pid(game_id)}"
+                    Refusal.TAKEBACK_REFUSED, f"a takeback is already asked in {rules.pid(game_id)}"
                 )
             tx.set_takeback(game_id, last, caller_id)
             tx.emit(events.takeback_asked(now, row, game_id, (caller_id, _name(row, color))))
@@ -328,7 +331,7 @@ class Games:
             last = row.next_ply - 1
             if pending is None or pending.ply != last or pending.by_id == caller_id:
                 raise Failure(
-                    Reply.F_TAKEBACK,
+                    Refusal.TAKEBACK_REFUSED,
                     f"your opponent has no takeback request pending in {rules.pid(game_id)}",
                 )
             tx.drop_takeback(game_id)
@@ -480,7 +483,7 @@ def moves_of(
     if not observer:
         rules.color_of(rows[0], caller_id, game_id)
     if rows[0].ply is None:  # the game is there, but no move after ``after``
-        raise Failure(Reply.F_NOMASJUG, f"no moves after ply {after} in {rules.pid(game_id)}")
+        raise Failure(Refusal.NO_MORE_MOVES, f"no moves after ply {after} in {rules.pid(game_id)}")
     return [MoveRecord(r.ply, r.jugada, r.reverso, r.posicion, r.promocion) for r in rows]
 
 
@@ -538,7 +541,7 @@ def _own_active_game(
     actual = row.black if color == WHITE else row.white
     if opponent != actual:
         raise Failure(
-            Reply.F_OPPONENT,
+            Refusal.NOT_OPPONENT,
             f"your opponent in {rules.pid(game_id)} is '{actual}', not '{opponent}'",
         )
     rules.require_active(row, game_id)
@@ -548,5 +551,5 @@ def _own_active_game(
 def _active_user_id(tx: StoreTx, name: str) -> int:
     found = tx.active_user_id(name)
     if found is None:
-        raise Failure(Reply.F_NOUSER, f"no active user '{name}'")
+        raise Failure(Refusal.NO_SUCH_USER, f"no active user '{name}'")
     return found

@@ -10,11 +10,10 @@ import chess
 
 from ajedrez.domain import clocks, events, rules
 from ajedrez.domain.clocks import Clock, ClockRules
-from ajedrez.domain.errors import Conflict, Failure
+from ajedrez.domain.errors import Conflict, Failure, Refusal
 from ajedrez.domain.ports import GameRecord, Store, StoreTx
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.records import BLACK, OBSERVER, STATUS_ACTIVE, WHITE
-from ajedrez.protocol.timecontrol import TimeControl, control_name, parse_control
+from ajedrez.domain.timecontrol import TimeControl, control_name, parse_control
+from ajedrez.domain.values import BLACK, OBSERVER, STATUS_ACTIVE, WHITE
 
 CHAT_MAX = 500  # characters in a message
 CHAT_WINDOW_MS = 60_000
@@ -45,7 +44,7 @@ def reader_color(tx: StoreTx, row: GameRecord, caller_id: int) -> str:
         return rules.color_of(row, caller_id, row.id)
     if tx.observes(row.id, caller_id):
         return OBSERVER
-    raise Failure(Reply.F_NOTPLAYER, f"you neither play in nor observe {rules.pid(row.id)}")
+    raise Failure(Refusal.NOT_A_PLAYER, f"you neither play in nor observe {rules.pid(row.id)}")
 
 
 class Live:
@@ -64,10 +63,10 @@ class Live:
             with self.store.writing() as tx:
                 row = existing_game(tx, game_id)
                 if caller_id in (row.white_id, row.black_id):
-                    raise Failure(Reply.F_OBSERVE, f"you play in {rules.pid(game_id)}")
+                    raise Failure(Refusal.OBSERVE_REFUSED, f"you play in {rules.pid(game_id)}")
                 rules.require_active(row, game_id)
                 if row.private:
-                    raise Failure(Reply.F_PRIVATE, f"{rules.pid(game_id)} is private")
+                    raise Failure(Refusal.PRIVATE_GAME, f"{rules.pid(game_id)} is private")
                 if tx.observes(game_id, caller_id):
                     return
                 tx.add_observer(game_id, caller_id)
@@ -80,7 +79,7 @@ class Live:
         with self.store.writing() as tx:
             row = existing_game(tx, game_id)
             if not tx.drop_observer(game_id, caller_id):
-                raise Failure(Reply.F_OBSERVE, f"you do not observe {rules.pid(game_id)}")
+                raise Failure(Refusal.OBSERVE_REFUSED, f"you do not observe {rules.pid(game_id)}")
             me = (caller_id, tx.user_name(caller_id) or "")
             tx.emit(events.observer_left(self.clock.now_ms(), row, game_id, me))
 
@@ -105,7 +104,7 @@ class Live:
             said = tx.chats_since(caller_id, now - CHAT_WINDOW_MS)
             if said >= self.chat_per_minute:
                 raise Failure(
-                    Reply.F_CHATRATE,
+                    Refusal.CHAT_RATE,
                     f"at most {self.chat_per_minute} messages a minute; try again in a minute",
                 )
             channel = OBSERVERS if color == OBSERVER else PLAYERS
@@ -149,9 +148,9 @@ class Live:
             tx.serialize()
             me = tx.user_ref(caller_id)
             if me is None or not me.active:
-                raise Failure(Reply.F_NOUSER, "your account is closed")
+                raise Failure(Refusal.NO_SUCH_USER, "your account is closed")
             if tx.has_seek(caller_id, name):
-                raise Failure(Reply.F_SEEKEXISTS, f"you already seek a game of {name}")
+                raise Failure(Refusal.SEEK_EXISTS, f"you already seek a game of {name}")
             for seek in tx.seeks_of_control(name, caller_id):
                 lo, hi = sorted((caller_id, seek.user_id))
                 if tx.active_game_between(lo, hi):
@@ -175,7 +174,7 @@ class Live:
             dropped = tx.drop_seeks(caller_id, name)
         if not dropped:
             what = "any time control" if name is None else name
-            raise Failure(Reply.F_NOSEEK, f"you seek no game of {what}")
+            raise Failure(Refusal.NO_SUCH_SEEK, f"you seek no game of {what}")
         return dropped
 
     # -- hints -----------------------------------------------------------------------------

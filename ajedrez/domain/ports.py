@@ -17,7 +17,7 @@ import chess
 from ajedrez.domain.clocks import ClockGameRow
 from ajedrez.domain.events import Event
 from ajedrez.domain.rules import GameRow
-from ajedrez.protocol.timecontrol import TimeControl
+from ajedrez.domain.timecontrol import TimeControl
 
 
 class GameRecord(ClockGameRow, Protocol):

@@ -13,19 +13,18 @@ from typing import Protocol
 
 import chess
 
-from ajedrez.domain.errors import Failure
+from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.fen import position_fen
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.fields import format_partida
-from ajedrez.protocol.records import (
+from ajedrez.domain.values import (
     REQ_OFFER,
     STATUS_ACTIVE,
     WINNER_BLACK,
     WINNER_DRAW,
     WINNER_WHITE,
-    MoveRecord,
     color_of_ply,
 )
+from ajedrez.domain.values import game_name as format_partida
+from ajedrez.domain.views import MoveRecord
 
 PROMOTION_CODES = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
 PROMOTION_PIECES = {code: piece for piece, code in PROMOTION_CODES.items()}
@@ -94,7 +93,7 @@ def pid(game_id: int) -> str:
 
 
 def no_game(game_id: int) -> Failure:
-    return Failure(Reply.F_NOGAME, f"no game {pid(game_id)}")
+    return Failure(Refusal.NO_SUCH_GAME, f"no game {pid(game_id)}")
 
 
 def plays(row: Players, caller_id: int) -> bool:
@@ -106,12 +105,12 @@ def color_of(row: Players, caller_id: int, game_id: int) -> str:
         return "B"
     if row.black_id == caller_id:
         return "N"
-    raise Failure(Reply.F_NOTPLAYER, f"you do not play in {pid(game_id)}")
+    raise Failure(Refusal.NOT_A_PLAYER, f"you do not play in {pid(game_id)}")
 
 
 def require_active(row: GameRow, game_id: int) -> None:
     if row.status != STATUS_ACTIVE:
-        raise Failure(Reply.F_GAMEOVER, f"{pid(game_id)} is finished ({row.end_reason})")
+        raise Failure(Refusal.GAME_OVER, f"{pid(game_id)} is finished ({row.end_reason})")
 
 
 def req_field(color: str) -> str:
@@ -217,15 +216,15 @@ def plan_move(
     color = color_of(row, caller_id, game_id)
     require_active(row, game_id)
     if color_of_ply(row.next_ply) != color:
-        raise Failure(Reply.F_NOTURN, f"it is your opponent's turn in {pid(game_id)}")
+        raise Failure(Refusal.NOT_YOUR_TURN, f"it is your opponent's turn in {pid(game_id)}")
     if move.ply != row.next_ply:
         raise Failure(
-            Reply.F_PLY,
+            Refusal.WRONG_PLY,
             f"#jugada {move.ply} is not the next ply of {pid(game_id)}: expected {row.next_ply}",
         )
     if REQ_OFFER in (row.req_white, row.req_black):
         raise Failure(
-            Reply.F_DRAWPEND,
+            Refusal.DRAW_PENDING,
             f"a draw offer is pending in {pid(game_id)}: it must be answered (RTBL) first",
         )
     # The stored position settles legality without replaying the game.
@@ -274,21 +273,23 @@ def check_move(board: chess.Board, jugada: str, posicion: str, promocion: int) -
     expected = square_code(base.from_square) + square_code(base.to_square)
     if posicion != expected:
         raise Failure(
-            Reply.F_MISMATCH, f"posicion {posicion} does not match {jugada}: expected {expected}"
+            Refusal.MOVE_MISMATCH,
+            f"posicion {posicion} does not match {jugada}: expected {expected}",
         )
     piece = board.piece_at(base.from_square)
     name = chess.square_name(base.from_square)
     if piece is None or piece.color != board.turn:
-        raise Failure(Reply.F_ILLEGAL, f"illegal move {jugada}: no piece of yours on {name}")
+        raise Failure(Refusal.ILLEGAL_MOVE, f"illegal move {jugada}: no piece of yours on {name}")
     promotes = piece.piece_type == chess.PAWN and chess.square_rank(base.to_square) in (0, 7)
     if promotes and promocion == 0:
         raise Failure(
-            Reply.F_MISMATCH,
+            Refusal.MOVE_MISMATCH,
             f"{jugada} takes a pawn to the last rank: promocion must be 2, 3, 4 or 5",
         )
     if not promotes and promocion != 0:
         raise Failure(
-            Reply.F_MISMATCH, f"{jugada} promotes no pawn: promocion must be 0, got {promocion}"
+            Refusal.MOVE_MISMATCH,
+            f"{jugada} promotes no pawn: promocion must be 0, got {promocion}",
         )
     move = as_move(jugada, promocion)
     if board.is_castling(move) and abs(base.to_square - base.from_square) != 2:
@@ -296,7 +297,7 @@ def check_move(board: chess.Board, jugada: str, posicion: str, promocion: int) -
         # spelling; the protocol's castling is the king's own move (e1g1), as SPAR returns.
         king_to = "g" if base.to_square > base.from_square else "c"
         raise Failure(
-            Reply.F_ILLEGAL,
+            Refusal.ILLEGAL_MOVE,
             f"illegal move {jugada}: castling is written as the king's move, "
             f"{jugada[:2]}{king_to}{jugada[1]}",
         )
@@ -309,5 +310,5 @@ def check_move(board: chess.Board, jugada: str, posicion: str, promocion: int) -
             why = "castling is not allowed now"
         else:
             why = f"the {chess.piece_name(piece.piece_type)} on {name} cannot move there"
-        raise Failure(Reply.F_ILLEGAL, f"illegal move {jugada}: {why}")
+        raise Failure(Refusal.ILLEGAL_MOVE, f"illegal move {jugada}: {why}")
     return move

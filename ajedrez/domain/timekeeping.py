@@ -8,18 +8,12 @@ from __future__ import annotations
 
 from ajedrez.domain import clocks, events, rules
 from ajedrez.domain.clocks import Clock, ClockRules
-from ajedrez.domain.errors import Failure
+from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.live import reader_color
 from ajedrez.domain.ports import GameRecord, Store, StoreTx
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.records import (
-    BLACK,
-    NO_CLOCK_RUNS,
-    WHITE,
-    ClockStatus,
-    LeaveStatus,
-)
-from ajedrez.protocol.timecontrol import DAY_MS, control_name, format_duration
+from ajedrez.domain.timecontrol import DAY_MS, control_name, format_duration
+from ajedrez.domain.values import BLACK, WHITE
+from ajedrez.domain.views import NO_CLOCK_RUNS, ClockStatus, LeaveStatus
 
 FLAG_BATCH = 200  # games ended on time in one transaction
 
@@ -35,7 +29,7 @@ def flag(tx: StoreTx, game_id: int, row: clocks.ClockGameRow, now_ms: int) -> st
 def timed_out(game_id: int, reason: str, mine: bool) -> Failure:
     whose = "your" if mine else "your opponent's"
     return Failure(
-        Reply.F_GAMEOVER, f"{whose} time ran out: {rules.pid(game_id)} is finished ({reason})"
+        Refusal.GAME_OVER, f"{whose} time ran out: {rules.pid(game_id)} is finished ({reason})"
     )
 
 
@@ -134,11 +128,13 @@ class Timekeeping:
             now = self.clock.now_ms()
             user = tx.leave_of(caller_id)
             if user.leave_until_ms is not None and user.leave_until_ms > now:
-                raise Failure(Reply.F_LEAVE, "you are on leave already; end it first (LICE:F)")
+                raise Failure(
+                    Refusal.LEAVE_REFUSED, "you are on leave already; end it first (LICE:F)"
+                )
             year = clocks.utc_year(now)
             left = clocks.leave_left_ms(year, user.leave_year, user.leave_left_ms, self.rules)
             if left <= 0:
-                raise Failure(Reply.F_LEAVE, f"you have no leave left in {year}")
+                raise Failure(Refusal.LEAVE_REFUSED, f"you have no leave left in {year}")
             length = left if days is None else min(days * DAY_MS, left)
             until = now + length
             games = self._correspondence_of(tx, caller_id)
@@ -146,7 +142,7 @@ class Timekeeping:
                 running = clocks.waiting_color(row)
                 if running == color and clocks.remaining(row, color, now) < clocks.LEAVE_MARGIN_MS:
                     raise Failure(
-                        Reply.F_LEAVE,
+                        Refusal.LEAVE_REFUSED,
                         f"less than {format_duration(clocks.LEAVE_MARGIN_MS)} is left on your "
                         f"clock in {rules.pid(row.id)}: move there first",
                     )
@@ -167,7 +163,7 @@ class Timekeeping:
             now = self.clock.now_ms()
             user = tx.leave_of(caller_id)
             if user.leave_until_ms is None or user.leave_until_ms <= now:
-                raise Failure(Reply.F_LEAVE, "you are not on leave")
+                raise Failure(Refusal.LEAVE_REFUSED, "you are not on leave")
             year = clocks.utc_year(now)
             left = clocks.leave_left_ms(year, user.leave_year, user.leave_left_ms, self.rules)
             if user.leave_year == year:
@@ -214,7 +210,7 @@ class Timekeeping:
             if game_id is not None and not rows:
                 if tx.game(game_id) is None:
                     raise rules.no_game(game_id)
-                raise Failure(Reply.F_GAMEOVER, f"no clock runs in {rules.pid(game_id)}")
+                raise Failure(Refusal.GAME_OVER, f"no clock runs in {rules.pid(game_id)}")
             now = self.clock.now_ms()
             for row in rows:
                 tx.update_game(row.id, **clocks.extended(row, by_ms, now).columns())

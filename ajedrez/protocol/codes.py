@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from ajedrez.domain.errors import Refusal
+
 
 class Reply(IntEnum):
     # -- success ---------------------------------------------------------------
@@ -131,3 +133,44 @@ def reply_class(code: int) -> str:
     if first in FAILURE_CLASSES:
         return "failure"
     raise ValueError(f"code {code} is outside every reply class")
+
+
+# The code each kind of refusal is answered with: the one place a Refusal becomes ESPOL's.
+REFUSAL_CODES: dict[Refusal, Reply] = {
+    Refusal.INVALID: Reply.F_PARAM,
+    Refusal.NOT_SELF: Reply.F_NOTSELF,
+    Refusal.SIGNUP_RATE: Reply.F_SUBSRATE,
+    Refusal.SIGNUPS_FULL: Reply.F_SUBSFULL,
+    Refusal.NO_SUCH_USER: Reply.F_NOUSER,
+    Refusal.WRONG_PASSWORD: Reply.F_PASINV,
+    Refusal.NAME_TAKEN: Reply.F_NAMETAKEN,
+    Refusal.SELF_CHALLENGE: Reply.F_SELF,
+    Refusal.CHALLENGE_EXISTS: Reply.F_REQEXISTS,
+    Refusal.GAME_EXISTS: Reply.F_GAMEEXISTS,
+    Refusal.NO_SUCH_CHALLENGE: Reply.F_NOREQ,
+    Refusal.TIME_CONTROL_DIFFERS: Reply.F_TIMECONTROL,
+    Refusal.NO_SUCH_GAME: Reply.F_NOGAME,
+    Refusal.NOT_A_PLAYER: Reply.F_NOTPLAYER,
+    Refusal.NOT_OPPONENT: Reply.F_OPPONENT,
+    Refusal.GAME_OVER: Reply.F_GAMEOVER,
+    Refusal.NOT_YOUR_TURN: Reply.F_NOTURN,
+    Refusal.WRONG_PLY: Reply.F_PLY,
+    Refusal.DRAW_PENDING: Reply.F_DRAWPEND,
+    Refusal.MOVE_MISMATCH: Reply.F_MISMATCH,
+    Refusal.ILLEGAL_MOVE: Reply.F_ILLEGAL,
+    Refusal.NO_MORE_MOVES: Reply.F_NOMASJUG,
+    Refusal.DRAW_OFFERED: Reply.F_OFFERED,
+    Refusal.NO_DRAW_OFFER: Reply.F_NOOFFER,
+    Refusal.NO_CLAIM: Reply.F_NOCLAIM,
+    Refusal.LEAVE_REFUSED: Reply.F_LEAVE,
+    Refusal.PRIVATE_GAME: Reply.F_PRIVATE,
+    Refusal.OBSERVE_REFUSED: Reply.F_OBSERVE,
+    Refusal.CHAT_RATE: Reply.F_CHATRATE,
+    Refusal.SEEK_EXISTS: Reply.F_SEEKEXISTS,
+    Refusal.NO_SUCH_SEEK: Reply.F_NOSEEK,
+    Refusal.TAKEBACK_REFUSED: Reply.F_TAKEBACK,
+}
+
+
+def refusal_code(kind: Refusal) -> Reply:
+    return REFUSAL_CODES[kind]

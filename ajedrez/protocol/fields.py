@@ -6,7 +6,17 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_USUARIO = re.compile(r"[A-Za-z0-9_.\-]{1,32}")
+from ajedrez.domain import text, values
+from ajedrez.domain.timecontrol import parse_control
+
+# Names and text are defined in the domain, as every front end checks them alike; these
+# are ESPOL's names for them.
+shown = text.shown
+escaped = text.escaped
+usuario = values.user_name
+new_usuario = values.new_user_name
+format_partida = values.game_name
+
 _PARTIDA = re.compile(r"P[0-9]{7}")
 _DIGITS = re.compile(r"[0-9]+")
 _JUGADA = re.compile(r"[a-h][1-8][a-h][1-8]")
@@ -15,24 +25,6 @@ _FORBIDDEN = (":", "\r", "\n")
 _UNSTORED = ("Cc", "Cf", "Zl", "Zp")  # control, format, line and paragraph separators
 FECHA_WIDTH = 11
 MAX_PLY = 100_000  # far beyond any legal game (the 75-move rule ends one long before)
-
-
-def usuario(value: str) -> str:
-    if not _USUARIO.fullmatch(value):
-        raise ValueError(
-            f"invalid user name '{shown(value)}': 1-32 characters of A-Z a-z 0-9 _ . -"
-        )
-    return value
-
-
-def new_usuario(value: str) -> str:
-    """A name for a new account (SUBS, ``users add``): a ``usuario`` that does not start
-    with '-' or '.', which a shell or ``ajedrez-admin`` would take for an option or a path.
-    Existing accounts with such names keep working: only ``usuario`` applies to them."""
-    usuario(value)
-    if value[0] in "-.":
-        raise ValueError(f"invalid user name '{value}': a new name may not start with '-' or '.'")
-    return value
 
 
 def password(value: str) -> str:
@@ -71,10 +63,6 @@ def partida(value: str) -> int:
     if not _PARTIDA.fullmatch(value):
         raise ValueError(f"invalid game id '{shown(value)}': P followed by 7 digits")
     return int(value[1:])
-
-
-def format_partida(game_id: int) -> str:
-    return f"P{game_id:07d}"
 
 
 def ply(value: str) -> int:
@@ -131,8 +119,6 @@ def yes_no(value: str) -> bool:
 
 def control(value: str) -> str | None:
     """A time control (section 2), checked for syntax and kept as sent; empty: None."""
-    from ajedrez.protocol.timecontrol import parse_control  # imports this module
-
     if not value:
         return None
     parse_control(value)
@@ -227,23 +213,3 @@ def help_topic(value: str) -> str:
     if value and not (len(value) == 4 and value.isascii() and value.isalpha()):
         raise ValueError(f"invalid command name '{shown(value)}'")
     return value
-
-
-def shown(value: str) -> str:
-    """A client-supplied value fit for a one-line reason: no control characters, short."""
-    cleaned = "".join(c if c.isprintable() else "?" for c in value)
-    return cleaned if len(cleaned) <= 40 else cleaned[:40] + "..."
-
-
-def escaped(text: str) -> str:
-    """``text`` for one line of a listing: every character Python does not call printable
-    (controls, format characters such as U+202E, separators, unassigned code points) as an
-    escape like ``\\u202e``, so text stored before it was refused cannot forge a line."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else _escape(c) for c in text)
-
-
-def _escape(c: str) -> str:
-    code = ord(c)
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

@@ -1,6 +1,7 @@
 """The records of ESPOL's replies (docs/protocol.md section 4) and the values they carry.
 
-One definition for both ends: the server builds each record with ``encode()``, the
+One definition for both ends: the server builds each record with ``encode()`` (or
+an ``encode_*`` function for the domain's values), the
 client reads it with the matching ``parse_*`` function, and the tests use both. A
 malformed record raises :class:`MalformedRecord` naming the record.
 """
@@ -10,27 +11,72 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ajedrez.domain.values import (
+    BLACK,
+    END_ABORTED,
+    END_TIMEOUT,
+    OBSERVER,
+    REMOVED_CHALLENGE,
+    REMOVED_GAME,
+    REQ_ACCEPT,
+    REQ_NONE,
+    REQ_OFFER,
+    REQ_RESIGN,
+    STATUS_ACTIVE,
+    STATUS_FINISHED,
+    WHITE,
+    WINNER_BLACK,
+    WINNER_DRAW,
+    WINNER_NONE,
+    WINNER_WHITE,
+    color_of_ply,
+    other_color,
+)
+from ajedrez.domain.views import (
+    NO_CLOCK_RUNS,
+    ClockStatus,
+    GameStatus,
+    GameSummary,
+    LeaveStatus,
+    MoveRecord,
+)
 from ajedrez.protocol.fields import format_fecha
 
-WHITE = "B"  # blancas
-BLACK = "N"  # negras
-OBSERVER = "-"  # STAT's colour for a caller who observes the game
-STATUS_ACTIVE = 0
-STATUS_FINISHED = 2
-WINNER_NONE = 0
-WINNER_WHITE = 1
-WINNER_BLACK = 2
-WINNER_DRAW = 3
-REQ_NONE = 0
-REQ_OFFER = 1
-REQ_ACCEPT = 2
-REQ_RESIGN = 3
-REMOVED_GAME = "P"  # BAJA: the administrator purged this game
-REMOVED_CHALLENGE = "R"  # BAJA: the challenge with this user closed without a game
+# The domain's values, as the records below carry them (one definition, in the domain).
+__all__ = [
+    "BLACK",
+    "END_ABORTED",
+    "END_TIMEOUT",
+    "NO_CLOCK_RUNS",
+    "OBSERVER",
+    "REMOVED_CHALLENGE",
+    "REMOVED_GAME",
+    "REQ_ACCEPT",
+    "REQ_NONE",
+    "REQ_OFFER",
+    "REQ_RESIGN",
+    "STATUS_ACTIVE",
+    "STATUS_FINISHED",
+    "WHITE",
+    "WINNER_BLACK",
+    "WINNER_DRAW",
+    "WINNER_NONE",
+    "WINNER_WHITE",
+    "Challenger",
+    "ClockStatus",
+    "GameStatus",
+    "GameSummary",
+    "LeaveStatus",
+    "MalformedRecord",
+    "MoveRecord",
+    "OpenChallenge",
+    "RankEntry",
+    "Removal",
+    "color_of_ply",
+    "other_color",
+]
+
 MADE = "E"  # SOLI: a challenge I made (enviada)
-# End reasons of a game ended on time (RELJ's fin, 833's text, PGN, the admin's listing).
-END_TIMEOUT = "timeout"
-END_ABORTED = "aborted"  # the side out of time never moved: no result
 RECEIVED = "R"  # SOLI: a challenge made to me (recibida)
 
 _PARTIDA = re.compile(r"P[0-9]{7}")
@@ -40,114 +86,53 @@ class MalformedRecord(ValueError):
     """A reply's record does not have the syntax section 4 gives it."""
 
 
-def other_color(color: str) -> str:
-    return BLACK if color == WHITE else WHITE
+def encode_summary(s: GameSummary) -> str:
+    """One PPEN record."""
+    return f"{s.game}:{s.opponent}:{s.opponent_color}:{s.status}"
 
 
-def color_of_ply(ply: int) -> str:
-    """The colour that plays ``ply``: odd plies are white's."""
-    return WHITE if ply % 2 == 1 else BLACK
+def encode_status(s: GameStatus) -> str:
+    """The STAT record."""
+    fields = (
+        s.game,
+        s.white,
+        s.black,
+        format_fecha(s.fecha),
+        s.status,
+        s.ganador,
+        s.solicitud_blancas,
+        s.solicitud_negras,
+        s.color,
+        s.next_ply,
+    )
+    return ":".join(map(str, fields))
 
 
-@dataclass(frozen=True)
-class GameSummary:
-    """One PPEN record. ``opponent_color`` is the colour the *opponent* plays."""
-
-    game: str
-    opponent: str
-    opponent_color: str
-    status: int
-
-    @property
-    def my_color(self) -> str:
-        return other_color(self.opponent_color)
-
-    @property
-    def active(self) -> bool:
-        return self.status == STATUS_ACTIVE
-
-    def encode(self) -> str:
-        return f"{self.game}:{self.opponent}:{self.opponent_color}:{self.status}"
+def encode_move(m: MoveRecord) -> str:
+    """One SPAR record (and JGDA's fields after the game)."""
+    return f"{m.ply}:{m.jugada}:{m.reverso}:{m.posicion}:{m.promocion}"
 
 
-@dataclass(frozen=True)
-class GameStatus:
-    """The STAT record. ``fecha`` is the game's last change, ``color`` the caller's."""
-
-    game: str
-    white: str
-    black: str
-    fecha: int
-    status: int
-    ganador: int
-    solicitud_blancas: int
-    solicitud_negras: int
-    color: str
-    next_ply: int
-
-    @property
-    def active(self) -> bool:
-        return self.status == STATUS_ACTIVE
-
-    @property
-    def me(self) -> str:
-        return self.white if self.color == WHITE else self.black
-
-    @property
-    def opponent(self) -> str:
-        return self.black if self.color == WHITE else self.white
-
-    @property
-    def turn(self) -> str:
-        """The colour to play the next ply."""
-        return color_of_ply(self.next_ply)
-
-    @property
-    def my_turn(self) -> bool:
-        return self.active and self.turn == self.color
-
-    def solicitud(self, color: str) -> int:
-        return self.solicitud_blancas if color == WHITE else self.solicitud_negras
-
-    @property
-    def draw_offered_by(self) -> str | None:
-        """The colour with a pending draw offer in an active game, if any."""
-        if not self.active:
-            return None
-        for color in (WHITE, BLACK):
-            if self.solicitud(color) == REQ_OFFER:
-                return color
-        return None
-
-    def encode(self) -> str:
-        fields = (
-            self.game,
-            self.white,
-            self.black,
-            format_fecha(self.fecha),
-            self.status,
-            self.ganador,
-            self.solicitud_blancas,
-            self.solicitud_negras,
-            self.color,
-            self.next_ply,
-        )
-        return ":".join(map(str, fields))
+def encode_clocks(c: ClockStatus) -> str:
+    """The RELJ record."""
+    fields = (
+        c.game,
+        c.now_ms,
+        c.control,
+        c.white_ms,
+        c.black_ms,
+        c.waiting,
+        c.deadline_ms,
+        c.white_leave_until_ms,
+        c.black_leave_until_ms,
+        c.end_reason,
+    )
+    return ":".join(map(str, fields))
 
 
-@dataclass(frozen=True)
-class MoveRecord:
-    """One SPAR record (and JGDA's fields after the game): ply, coordinate move,
-    reverso, posicion (``ffTT``), promocion."""
-
-    ply: int
-    jugada: str
-    reverso: int
-    posicion: str
-    promocion: int
-
-    def encode(self) -> str:
-        return f"{self.ply}:{self.jugada}:{self.reverso}:{self.posicion}:{self.promocion}"
+def encode_leave(leave: LeaveStatus) -> str:
+    """The LICE record."""
+    return f"{leave.until_ms}:{leave.left_ms}"
 
 
 @dataclass(frozen=True)
@@ -195,59 +180,6 @@ class Challenger:
 
     def encode(self) -> str:
         return f"{self.user}:{self.control}"
-
-
-NO_CLOCK_RUNS = "-"  # RELJ's espera when no clock runs
-
-
-@dataclass(frozen=True)
-class ClockStatus:
-    """The RELJ record: a game's clocks at the server's ``now_ms`` (docs/protocol.md,
-    RELJ). Banks and times in milliseconds; 0 for "none" where a time is optional."""
-
-    game: str
-    now_ms: int
-    control: str
-    white_ms: int
-    black_ms: int
-    waiting: str  # WHITE, BLACK or NO_CLOCK_RUNS
-    deadline_ms: int
-    white_leave_until_ms: int
-    black_leave_until_ms: int
-    end_reason: str
-
-    def bank(self, color: str) -> int:
-        return self.white_ms if color == WHITE else self.black_ms
-
-    def leave_until(self, color: str) -> int:
-        return self.white_leave_until_ms if color == WHITE else self.black_leave_until_ms
-
-    def encode(self) -> str:
-        fields = (
-            self.game,
-            self.now_ms,
-            self.control,
-            self.white_ms,
-            self.black_ms,
-            self.waiting,
-            self.deadline_ms,
-            self.white_leave_until_ms,
-            self.black_leave_until_ms,
-            self.end_reason,
-        )
-        return ":".join(map(str, fields))
-
-
-@dataclass(frozen=True)
-class LeaveStatus:
-    """The LICE record: when the caller's leave ends (0: not on leave) and the leave
-    left this year after it, in milliseconds."""
-
-    until_ms: int
-    left_ms: int
-
-    def encode(self) -> str:
-        return f"{self.until_ms}:{self.left_ms}"
 
 
 def _int(value: str, what: str, record: str, kind: str) -> int:

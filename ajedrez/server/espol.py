@@ -16,14 +16,31 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ajedrez.domain.accounts import Accounts, Caller
-from ajedrez.domain.errors import TRANSIENT_RETRIES, Failure, StorageError, TransientStorageError
+from ajedrez.domain.errors import (
+    TRANSIENT_RETRIES,
+    Failure,
+    Refusal,
+    StorageError,
+    TransientStorageError,
+)
 from ajedrez.domain.games import Games, moves_of, status_of
 from ajedrez.domain.rules import plays
-from ajedrez.protocol.codes import Reply
+from ajedrez.protocol.codes import Reply, refusal_code
 from ajedrez.protocol.commands import PRE_LOGIN, SPECS, help_text, lookup, parse_args
 from ajedrez.protocol.fields import format_fecha, format_partida
 from ajedrez.protocol.framing import LineError, encode_records, encode_reply, parse_line
-from ajedrez.protocol.records import Challenger, MoveRecord, OpenChallenge, RankEntry, Removal
+from ajedrez.protocol.records import (
+    Challenger,
+    MoveRecord,
+    OpenChallenge,
+    RankEntry,
+    Removal,
+    encode_clocks,
+    encode_leave,
+    encode_move,
+    encode_status,
+    encode_summary,
+)
 from ajedrez.server.ratelimit import RateLimit
 from ajedrez.server.throttle import LoginThrottle
 from ajedrez.store.moves import Moves
@@ -121,7 +138,7 @@ class Session:
         """The reply to a command that raised ``e``; call it from the ``except`` block."""
         if isinstance(e, Failure):
             closing = not self.logged_in and command in _LOGIN_COMMANDS
-            return self._reply(e.code, e.reason, close=closing)
+            return self._reply(refusal_code(e.kind), e.reason, close=closing)
         if isinstance(e, StorageError):
             log.error("storage error in %s from %s: %s", command, self.who(), e)
             return self._reply(Reply.E_STORAGE, "the database is unavailable; try again later")
@@ -197,7 +214,7 @@ class Session:
             self.caller = self.accounts.login(self.pending_user, password)
         except Failure as f:
             log.warning("failed login for %r from %s", self.pending_user, self.peer)
-            if self.throttle is not None and f.code == Reply.F_PASINV:
+            if self.throttle is not None and f.kind is Refusal.WRONG_PASSWORD:
                 self.throttle.failed(self.address, self.pending_user)
             raise
         if self.throttle is not None:
@@ -223,14 +240,14 @@ class Session:
         try:
             self.accounts.unsubscribe(self._me, name, password)
         except Failure as f:
-            if f.code != Reply.F_PASINV:
+            if f.kind is not Refusal.WRONG_PASSWORD:
                 raise
             # A wrong password here is a failed login: throttled, logged, and the end of
             # the session, so a logged-in session is no faster a password oracle than PASS.
             log.warning("failed login (UNSU) for %r from %s", self._me.name, self.peer)
             if self.throttle is not None:
                 self.throttle.failed(self.address, self._me.name)
-            return self._reply(f.code, f"{f.reason}; closing", close=True)
+            return self._reply(refusal_code(f.kind), f"{f.reason}; closing", close=True)
         log.info("account closed by its user %s", self.who())
         return self._reply(Reply.S_UNSU, close=True)
 
@@ -272,7 +289,7 @@ class Session:
 
     def do_PPEN(self, since: int) -> Outcome:
         stamp, games = self.games.games_since(self._me.id, since)
-        return self._since(Reply.S_PPEN, stamp, [g.encode() for g in games])
+        return self._since(Reply.S_PPEN, stamp, [encode_summary(g) for g in games])
 
     def do_SOLI(self, with_controls: bool = False) -> Outcome:
         challenges = self.games.open_challenges(self._me.id)
@@ -298,10 +315,10 @@ class Session:
         def reply(rows: list[Any]) -> Outcome:
             if rows and not plays(rows[0], me):
                 return self._as_observer("STAT", game_id, lambda: reply_observed(rows))
-            return self._reply(Reply.S_STAT, status_of(rows, me, game_id).encode())
+            return self._reply(Reply.S_STAT, encode_status(status_of(rows, me, game_id)))
 
         def reply_observed(rows: list[Any]) -> Outcome:
-            return self._reply(Reply.S_STAT, status_of(rows, me, game_id, True).encode())
+            return self._reply(Reply.S_STAT, encode_status(status_of(rows, me, game_id, True)))
 
         return Outcome(later=Later("STAT", self.moves.game_rows(game_id), reply))
 
@@ -311,7 +328,7 @@ class Session:
         def reply(rows: list[Any], observer: bool = False) -> Outcome:
             if rows and not observer and not plays(rows[0], me):
                 return self._as_observer("SPAR", game_id, lambda: reply(rows, True))
-            records = [m.encode() for m in moves_of(rows, me, game_id, after, observer)]
+            records = [encode_move(m) for m in moves_of(rows, me, game_id, after, observer)]
             return self._records(Reply.S_SPAR, records)
 
         return Outcome(later=Later("SPAR", self.moves.move_rows(game_id, after), reply))
@@ -323,7 +340,8 @@ class Session:
         def observed(rows: list[Any]) -> Outcome:
             if not rows:
                 raise Failure(
-                    Reply.F_NOTPLAYER, f"you neither play in nor observe {format_partida(game_id)}"
+                    Refusal.NOT_A_PLAYER,
+                    f"you neither play in nor observe {format_partida(game_id)}",
                 )
             return reply()
 
@@ -354,7 +372,7 @@ class Session:
 
     def do_RELJ(self, game_id: int) -> Outcome:
         status = self.games.time.clock_status(self._me.id, game_id)
-        return self._reply(Reply.S_RELJ, status.encode())
+        return self._reply(Reply.S_RELJ, encode_clocks(status))
 
     def do_EVEN(self, cursor: int | None = None) -> Outcome:
         # The connection answers 219 once its hub has taken the stream (connection.py).
@@ -418,7 +436,7 @@ class Session:
             log.info("leave ended by %s", self.who())
         else:
             leave = time.leave_status(self._me.id)
-        return self._reply(Reply.S_LICE, leave.encode())
+        return self._reply(Reply.S_LICE, encode_leave(leave))
 
     def do_PGNX(self, game_id: int, with_chat: bool = False) -> Outcome:
         text = self.games.pgn(game_id, caller_id=self._me.id, with_chat=with_chat)

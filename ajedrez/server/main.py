@@ -19,7 +19,7 @@ from ajedrez import __version__
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.games import Games
-from ajedrez.protocol.timecontrol import DAY_MS, parse_control
+from ajedrez.domain.timecontrol import DAY_MS, parse_control
 from ajedrez.server import logs, loops, metrics, notify
 from ajedrez.server.monitor import Health, Monitor
 from ajedrez.server.prefork import Listeners, Master, open_listener

@@ -23,10 +23,10 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ajedrez.domain.values import END_TIMEOUT
 from ajedrez.protocol import events as ev
 from ajedrez.protocol.codes import Reply
 from ajedrez.protocol.commands import lookup
-from ajedrez.protocol.records import END_TIMEOUT
 
 if TYPE_CHECKING:
     from ajedrez.domain.events import Event

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from ajedrez.domain.errors import StorageError
 from ajedrez.domain.timekeeping import Timekeeping
-from ajedrez.protocol.fields import format_partida
+from ajedrez.domain.values import game_name as format_partida
 from ajedrez.server.metrics import Metrics
 
 log = logging.getLogger("ajedrez.server")

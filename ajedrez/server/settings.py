@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ajedrez.domain.timecontrol import parse_control
 from ajedrez.protocol.framing import MAX_LINE
-from ajedrez.protocol.timecontrol import parse_control
 from ajedrez.server import loops
 from ajedrez.server.logs import LOG_FORMATS
 

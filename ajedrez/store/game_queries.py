@@ -11,7 +11,8 @@ from sqlalchemy import Connection, case, delete, insert, select, update
 
 from ajedrez.domain.clocks import control_columns, control_from, waiting_color
 from ajedrez.domain.rules import as_move
-from ajedrez.protocol.records import (
+from ajedrez.domain.timecontrol import TimeControl
+from ajedrez.domain.values import (
     REQ_NONE,
     STATUS_ACTIVE,
     STATUS_FINISHED,
@@ -20,7 +21,6 @@ from ajedrez.protocol.records import (
     WINNER_NONE,
     WINNER_WHITE,
 )
-from ajedrez.protocol.timecontrol import TimeControl
 from ajedrez.store import statements as st
 from ajedrez.store.models import Game, GameRequest, Move, Removal, User
 

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from sqlalchemy import insert, or_, select, update
 
-from ajedrez.protocol.fields import format_partida
-from ajedrez.protocol.records import REMOVED_GAME, STATUS_ACTIVE, WINNER_BLACK, WINNER_WHITE
+from ajedrez.domain.values import REMOVED_GAME, STATUS_ACTIVE, WINNER_BLACK, WINNER_WHITE
+from ajedrez.domain.values import game_name as format_partida
 from ajedrez.store import statements as st
 from ajedrez.store.models import (
     Game,

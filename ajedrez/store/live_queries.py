@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select, update
 
 from ajedrez.domain.clocks import control_columns
-from ajedrez.protocol.timecontrol import TimeControl
+from ajedrez.domain.timecontrol import TimeControl
 from ajedrez.store.models import (
     ChatMessage,
     EventCounter,

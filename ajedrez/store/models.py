@@ -26,11 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # Game status and result values are the protocol's own (docs/protocol.md section 2).
-from ajedrez.protocol.records import (
-    REQ_NONE,
-    STATUS_ACTIVE,
-    WINNER_NONE,
-)
+from ajedrez.domain.values import REQ_NONE, STATUS_ACTIVE, WINNER_NONE
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",

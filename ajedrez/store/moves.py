@@ -27,10 +27,10 @@ from typing import Any
 
 from ajedrez.domain import clocks, events, rules
 from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
-from ajedrez.domain.errors import Conflict, Failure
+from ajedrez.domain.errors import Conflict, Failure, Refusal
 from ajedrez.domain.timekeeping import flag, timed_out
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.records import BLACK, STATUS_ACTIVE, WHITE, MoveRecord
+from ajedrez.domain.values import BLACK, STATUS_ACTIVE, WHITE
+from ajedrez.domain.views import MoveRecord
 from ajedrez.store import statements as st
 from ajedrez.store.db import Database, mapped_errors
 from ajedrez.store.game_queries import stored_moves
@@ -290,7 +290,7 @@ class PostgresMoves(Moves):
 def just_played(game_id: int, move: MoveRecord) -> Failure:
     # Another transaction stored this ply first (possible only across databases that do
     # not honour the row lock); the client must resynchronise.
-    return Failure(Reply.F_PLY, f"ply {move.ply} of {rules.pid(game_id)} was just played")
+    return Failure(Refusal.WRONG_PLY, f"ply {move.ply} of {rules.pid(game_id)} was just played")
 
 
 def _move_values(tx: Tx, job: MoveJob, plan: rules.Plan, row: Any, now: int) -> dict[str, object]:

@@ -24,7 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import aliased
 
-from ajedrez.protocol.records import STATUS_FINISHED
+from ajedrez.domain.values import STATUS_FINISHED
 from ajedrez.store.models import Event, EventCounter, Game, Move, Observer, User
 from ajedrez.store.prepared import Prepared, PreparedMany
 

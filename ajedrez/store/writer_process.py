@@ -16,7 +16,7 @@ The link is a Unix socket in Linux's abstract namespace, named after the master'
 and a random token; the writer answers only processes of its own user (``SO_PEERCRED``),
 which could read the server's database URL anyway. Frames are a 4-byte length and a JSON
 array: ``[id, payload]`` from a worker, ``[id, outcome]`` back, where the outcome is
-``["ok", result]``, ``["refused", code, reason]`` (a :class:`Failure`) or ``["error",
+``["ok", result]``, ``["refused", kind, reason]`` (a :class:`Failure`) or ``["error",
 reason]`` (a :class:`StorageError`).
 """
 
@@ -35,8 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from ajedrez.domain.errors import Failure, StorageError
-from ajedrez.protocol.codes import Reply
+from ajedrez.domain.errors import Failure, Refusal, StorageError
 from ajedrez.store.eager import Eager, settle
 
 log = logging.getLogger("ajedrez.storage")
@@ -89,7 +88,7 @@ def _frames(buffer: bytearray) -> list[Any]:
 
 def _encode(outcome: object) -> list[Any]:
     if isinstance(outcome, Failure):
-        return ["refused", int(outcome.code), outcome.reason]
+        return ["refused", outcome.kind.value, outcome.reason]
     if isinstance(outcome, StorageError):
         return ["error", str(outcome)]
     if isinstance(outcome, BaseException):
@@ -103,7 +102,7 @@ def _decode(outcome: list[Any]) -> object:
     if kind == "ok":
         return outcome[1]
     if kind == "refused":
-        return Failure(Reply(outcome[1]), outcome[2])
+        return Failure(Refusal(outcome[1]), outcome[2])
     return StorageError(outcome[1])
 
 

@@ -22,7 +22,7 @@ from ajedrez.admin.espol_files import (
     parse_usuarios,
 )
 from ajedrez.admin.espol_games import RECORDED, plan_game
-from ajedrez.protocol.records import END_ABORTED, REQ_OFFER, STATUS_ACTIVE, STATUS_FINISHED
+from ajedrez.domain.values import END_ABORTED, REQ_OFFER, STATUS_ACTIVE, STATUS_FINISHED
 from tests.support.espol_data import SAMPLE, SAMPLE_USERS, pen_line, pen_text, san_moves
 
 

@@ -15,7 +15,8 @@ from ajedrez.client.chessboard import (
     render_board,
 )
 from ajedrez.client.protocol import game_id
-from ajedrez.protocol.records import BLACK, GameStatus
+from ajedrez.domain.values import BLACK
+from ajedrez.domain.views import GameStatus
 
 
 @pytest.mark.parametrize(

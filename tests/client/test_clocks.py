@@ -29,6 +29,7 @@ from ajedrez.client.clocks import (
     when,
 )
 from ajedrez.client.sync import learn_clock, open_challenges
+from ajedrez.domain.timecontrol import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS
 from ajedrez.protocol.records import (
     BLACK,
     WHITE,
@@ -39,8 +40,8 @@ from ajedrez.protocol.records import (
     ClockStatus,
     GameStatus,
     OpenChallenge,
+    encode_clocks,
 )
-from ajedrez.protocol.timecontrol import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS
 from tests.client.test_protocol import FakeServer, reply
 
 AHORA = 1_795_000_000_000  # the server's time of the RELJ answer
@@ -279,7 +280,7 @@ def test_time_control_commands_on_the_wire(tmp_path: Path):
             reply(200, "01795000000,ana:3d,bob:none"),
             reply(216, "E:carla:iccf-10/50,R:ana:3d"),
             reply(216, "E:carla"),
-            reply(217, relj().encode()),
+            reply(217, encode_clocks(relj())),
             reply(218, "1795172800000:2419200000"),
             reply(844, "you are not on leave"),
             reply(218, "0:2592000000"),
@@ -355,7 +356,7 @@ def test_sync_goes_on_without_clocks_against_an_older_server(tmp_path: Path):
 
 def test_sync_stores_the_offset_measured_before_asking(tmp_path: Path):
     status = relj(waiting=BLACK, black=DAY_MS)
-    srv = FakeServer([reply(217, status.encode()), reply(822, "not a clock failure")])
+    srv = FakeServer([reply(217, encode_clocks(status)), reply(822, "not a clock failure")])
     st = GameStatus("P0000007", "ana", "bob", 0, 0, 0, 0, 0, WHITE, 2)
     local = AHORA - 3 * HOUR_MS  # this machine's clock is three hours slow
     try:

@@ -13,9 +13,16 @@ import pytest
 
 from ajedrez.domain import clocks
 from ajedrez.domain.clocks import ClockRules, ClockValues
-from ajedrez.domain.errors import Failure
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.records import (
+from ajedrez.domain.errors import Failure, Refusal
+from ajedrez.domain.timecontrol import (
+    PRESETS,
+    TimeControl,
+    control_name,
+    format_duration,
+    parse_control,
+    parse_duration,
+)
+from ajedrez.domain.values import (
     BLACK,
     REQ_NONE,
     REQ_OFFER,
@@ -24,14 +31,6 @@ from ajedrez.protocol.records import (
     WINNER_DRAW,
     WINNER_NONE,
     WINNER_WHITE,
-)
-from ajedrez.protocol.timecontrol import (
-    PRESETS,
-    TimeControl,
-    control_name,
-    format_duration,
-    parse_control,
-    parse_duration,
 )
 from tests.support.clock import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS, START_MS
 
@@ -558,7 +557,7 @@ def test_controls_outside_the_bounds_are_802(text, says):
     control = parse_control(text)
     with pytest.raises(Failure) as raised:
         ClockRules().check(control)
-    assert raised.value.code == Reply.F_PARAM
+    assert raised.value.kind is Refusal.INVALID
     assert raised.value.reason.startswith(f"time control {control_name(control)}: ")
     assert says in raised.value.reason
 
@@ -570,7 +569,7 @@ def test_the_servers_own_bounds():
     for text in ("59s+0", "31d+0", "1d+31d"):
         with pytest.raises(Failure) as raised:
             rules.check(parse_control(text))
-        assert raised.value.code == Reply.F_PARAM
+        assert raised.value.kind is Refusal.INVALID
         assert "1m to 30d" in raised.value.reason
 
 

@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from ajedrez.domain.games import Games
 from ajedrez.domain.rules import PROMOTION_CODES
-from ajedrez.protocol.records import MoveRecord
+from ajedrez.domain.views import MoveRecord
 from tests.support.moves import play
 from tests.support.play import user_id
 

@@ -18,7 +18,7 @@ from sqlalchemy import insert, select, text
 
 from ajedrez.admin.cli import main
 from ajedrez.domain.accounts import Accounts
-from ajedrez.domain.errors import Failure
+from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.passwords import hash_password
 from ajedrez.protocol import fields as values
 from ajedrez.store.db import Database
@@ -251,7 +251,7 @@ def test_a_name_taken_meanwhile_in_another_case_is_a_clear_refusal(db, monkeypat
     monkeypatch.setattr(module, "_check_name_free", late)
     with pytest.raises(Failure) as e:
         module.Accounts(db)._create_user(name, "x", "")
-    assert e.value.code == 816
+    assert e.value.kind is Refusal.NAME_TAKEN
     assert e.value.reason == f"the name '{name}' is taken (as '{name.upper()}')"
 
 

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import text
 
 from ajedrez.domain.clocks import ClockRules
-from ajedrez.protocol.timecontrol import PRESETS
+from ajedrez.domain.timecontrol import PRESETS
 from ajedrez.store.db import Database
 from tests.session.conftest import Game
 from tests.support.clock import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS, START_MS, FakeClock

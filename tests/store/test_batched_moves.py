@@ -16,10 +16,9 @@ import chess
 import pytest
 from sqlalchemy import text
 
-from ajedrez.domain.errors import Failure, StorageError
+from ajedrez.domain.errors import Failure, Refusal, StorageError
 from ajedrez.domain.games import Games, moves_of, status_of
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.records import GameStatus, MoveRecord
+from ajedrez.domain.views import GameStatus, MoveRecord
 from ajedrez.store.db import Database, Tx
 from ajedrez.store.statements import PLAYERS_AND_MOVES_AFTER, PLAYERS_AND_MOVES_AFTER_ONE
 from tests.domain.test_play_history import _pick, _record
@@ -122,14 +121,14 @@ def test_a_batch_answers_each_move_on_its_own(games, db, new_user):
     queued = [j for j in batch if not isinstance(j, Failure)]
     ran = iter(db.write_jobs(queued))
     results = [j if isinstance(j, Failure) else next(ran) for j in batch]
-    codes = [r.code if isinstance(r, Failure) else r for r in results]
+    codes = [r.kind if isinstance(r, Failure) else r for r in results]
     assert codes == [
         None,
-        Reply.F_ILLEGAL,
-        Reply.F_NOTURN,
-        Reply.F_NOGAME,
+        Refusal.ILLEGAL_MOVE,
+        Refusal.NOT_YOUR_TURN,
+        Refusal.NO_SUCH_GAME,
         None,
-        Reply.F_NOTURN if db.is_sqlite else None,
+        Refusal.NOT_YOUR_TURN if db.is_sqlite else None,
         None,
         None,
     ]
@@ -246,7 +245,7 @@ def test_reads_queued_from_a_loop_get_their_own_answers(games, db, new_user):
 
     answers = asyncio.run(ask())
     assert [len(a) for a in answers[:3]] == [3, 2, 1]  # type: ignore[arg-type]
-    assert isinstance(answers[3], Failure) and answers[3].code == Reply.F_NOMASJUG
-    assert isinstance(answers[4], Failure) and answers[4].code == Reply.F_NOTPLAYER
+    assert isinstance(answers[3], Failure) and answers[3].kind is Refusal.NO_MORE_MOVES
+    assert isinstance(answers[4], Failure) and answers[4].kind is Refusal.NOT_A_PLAYER
     assert answers[5].next_ply == 4 and answers[5].color == "B"  # type: ignore[union-attr]
-    assert isinstance(answers[6], Failure) and answers[6].code == Reply.F_NOGAME
+    assert isinstance(answers[6], Failure) and answers[6].kind is Refusal.NO_SUCH_GAME

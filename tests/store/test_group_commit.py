@@ -12,8 +12,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import text
 
-from ajedrez.domain.errors import Failure, StorageError
-from ajedrez.protocol.codes import Reply
+from ajedrez.domain.errors import Failure, Refusal, StorageError
 from ajedrez.store import sqlite as sqlite_module
 from ajedrez.store.db import Database
 from tests.support.common import wait_for
@@ -113,7 +112,7 @@ def test_a_refused_writer_takes_only_its_own_changes_back(sqlite_db, monkeypatch
             with sqlite_db.write() as tx:
                 tx.conn.execute(text("INSERT INTO item (who) VALUES (:w)"), {"w": who})
                 if refuse:
-                    raise Failure(Reply.F_ILLEGAL, "refused")
+                    raise Failure(Refusal.ILLEGAL_MOVE, "refused")
             outcomes[who] = "ok"
         except Failure:
             outcomes[who] = "refused"

@@ -19,10 +19,10 @@ import pytest
 from sqlalchemy import create_engine, insert, select, text
 
 from ajedrez.domain.clocks import ClockRules
+from ajedrez.domain.errors import Refusal
 from ajedrez.domain.games import Games
 from ajedrez.domain.timekeeping import Timekeeping
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.records import MoveRecord
+from ajedrez.domain.views import MoveRecord
 from ajedrez.store.db import Database
 from ajedrez.store.models import Game, User
 from ajedrez.store.moves import Moves
@@ -185,9 +185,9 @@ def test_moves_at_the_deadline_end_their_games_in_their_own_transaction(store):
     ]
     results = store.db.write_jobs(jobs)
     assert [type(r).__name__ for r in results] == ["Failure", "Failure", "NoneType"]
-    assert [(r.code, r.reason) for r in results[:2]] == [
-        (Reply.F_GAMEOVER, f"your time ran out: P{late:07d} is finished (timeout)"),
-        (Reply.F_GAMEOVER, f"your opponent's time ran out: P{stale:07d} is finished (timeout)"),
+    assert [(r.kind, r.reason) for r in results[:2]] == [
+        (Refusal.GAME_OVER, f"your time ran out: P{late:07d} is finished (timeout)"),
+        (Refusal.GAME_OVER, f"your opponent's time ran out: P{stale:07d} is finished (timeout)"),
     ]
     over = (STATUS_FINISHED, WINNER_BLACK, "timeout")
     assert store.statuses([saved, late, stale, resent]) == {
@@ -212,10 +212,10 @@ def test_a_late_move_run_alone_still_ends_its_game(store):
     store.clock.now = S + SECOND_MS + 10 * MINUTE_MS  # white's deadline in both
     again = store.moves.job(white, first, MoveRecord(3, "d2d4", 0, "1127", 0))
     results = store.db.write_jobs([store.moves.job(white, first, G1F3), again])
-    assert [getattr(r, "code", r) for r in results] == [Reply.F_GAMEOVER, Reply.F_GAMEOVER]
+    assert [getattr(r, "kind", r) for r in results] == [Refusal.GAME_OVER, Refusal.GAME_OVER]
     with store.db.writing() as tx:
         refused = store.moves.job(white, second, G1F3)(tx)
-    assert refused is not None and refused.code == Reply.F_GAMEOVER
+    assert refused is not None and refused.kind is Refusal.GAME_OVER
     over = (STATUS_FINISHED, WINNER_BLACK, "timeout")
     assert store.statuses([first, second]) == {first: over, second: over}
     assert store.wins([b1, b2]) == {b1: 1, b2: 1}

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from ajedrez.domain.errors import Failure, StorageError
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.records import MoveRecord
+from ajedrez.domain.errors import Failure, Refusal, StorageError
+from ajedrez.domain.views import MoveRecord
 from ajedrez.store import writer_process as wp
 from ajedrez.store.moves import MoveJob, Moves
 
@@ -36,9 +35,9 @@ def test_an_oversized_frame_is_refused():
 
 
 def test_outcomes_cross_the_link_as_they_were():
-    refused = wp._decode(wp._encode(Failure(Reply.F_NOTURN, "it is your opponent's turn")))
+    refused = wp._decode(wp._encode(Failure(Refusal.NOT_YOUR_TURN, "it is your opponent's turn")))
     assert isinstance(refused, Failure)
-    assert (refused.code, refused.reason) == (Reply.F_NOTURN, "it is your opponent's turn")
+    assert (refused.kind, refused.reason) == (Refusal.NOT_YOUR_TURN, "it is your opponent's turn")
     failed = wp._decode(wp._encode(StorageError("disk full")))
     assert isinstance(failed, StorageError) and str(failed) == "disk full"
     # Anything else is the writer's own fault: the worker learns only that the write failed.
@@ -65,7 +64,7 @@ def writer() -> Iterator[tuple[bytes, list[list[Any]]]]:
     def make_job(payload: Any):  # type: ignore[no-untyped-def]
         def job(_tx: Any) -> Any:
             if payload == "refuse":
-                raise Failure(Reply.F_ILLEGAL, "illegal move")
+                raise Failure(Refusal.ILLEGAL_MOVE, "illegal move")
             if payload == "boom":
                 raise RuntimeError("boom")
             return payload * 2
@@ -113,7 +112,7 @@ def test_workers_links_get_each_answer_from_shared_batches(writer):
 
     answers = asyncio.run(scenario())
     assert answers[0] == 2 and answers[1] == "xx" and answers[4] == 10
-    assert isinstance(answers[2], Failure) and answers[2].code == Reply.F_ILLEGAL
+    assert isinstance(answers[2], Failure) and answers[2].kind is Refusal.ILLEGAL_MOVE
     assert isinstance(answers[3], StorageError)
     # Batches of at most three, each possibly holding both links' jobs.
     assert sorted(p for batch in batches for p in batch if isinstance(p, int)) == [1, 5]

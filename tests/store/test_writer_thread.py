@@ -17,8 +17,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import text
 
-from ajedrez.domain.errors import Failure, StorageError, TransientStorageError
-from ajedrez.protocol.codes import Reply
+from ajedrez.domain.errors import Failure, Refusal, StorageError, TransientStorageError
 from ajedrez.store.db import Conflict, Database, Tx
 from tests.support.store import count_commits
 
@@ -68,7 +67,7 @@ def _insert(who: str, *, refuse: bool = False, orphan: bool = False):  # type: i
         else:
             tx.conn.execute(text("INSERT INTO wt_item (who) VALUES (:w)"), {"w": who})
         if refuse:
-            raise Failure(Reply.F_ILLEGAL, f"{who} refused")
+            raise Failure(Refusal.ILLEGAL_MOVE, f"{who} refused")
         return f"{who} stored"
 
     return job

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ajedrez.protocol.timecontrol import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS
+from ajedrez.domain.timecontrol import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS
 
 # 2026-11-23 12:00:00 UTC: far from a year's end, so leave years do not turn by accident.
 START_MS = 1_795_435_200_000

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ajedrez.domain.games import Games, moves_of, status_of
-from ajedrez.protocol.records import GameStatus, MoveRecord
+from ajedrez.domain.views import GameStatus, MoveRecord
 from ajedrez.store.db import Database
 from ajedrez.store.eager import blocking
 from ajedrez.store.moves import Moves

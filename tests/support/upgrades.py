@@ -34,16 +34,16 @@ from ajedrez.domain.games import Games
 from ajedrez.domain.live import existing_game
 from ajedrez.domain.passwords import hash_password
 from ajedrez.domain.rules import PROMOTION_CODES, replay
-from ajedrez.protocol.records import (
+from ajedrez.domain.timecontrol import DAY_MS, HOUR_MS, TimeControl, control_name
+from ajedrez.domain.values import (
     REQ_NONE,
     STATUS_ACTIVE,
     STATUS_FINISHED,
     WINNER_BLACK,
     WINNER_NONE,
     WINNER_WHITE,
-    MoveRecord,
 )
-from ajedrez.protocol.timecontrol import DAY_MS, HOUR_MS, TimeControl, control_name
+from ajedrez.domain.views import MoveRecord
 from ajedrez.store import imported
 from ajedrez.store.db import Database
 from ajedrez.store.eager import blocking

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ajedrez.protocol.fields import shown
+from ajedrez.domain.text import shown
 
 SECOND_MS = 1000
 MINUTE_MS = 60 * SECOND_MS

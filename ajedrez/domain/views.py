@@ -1,0 +1,130 @@
+"""What a player or observer sees of games and clocks: the values the service's reads
+return, free of any wire format (a front end encodes them: ESPOL in ``espol/records.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ajedrez.domain.values import (
+    BLACK,
+    REQ_OFFER,
+    STATUS_ACTIVE,
+    WHITE,
+    color_of_ply,
+    other_color,
+)
+
+NO_CLOCK_RUNS = "-"  # ClockStatus.waiting when no clock runs
+
+
+@dataclass(frozen=True)
+class GameSummary:
+    """One PPEN record. ``opponent_color`` is the colour the *opponent* plays."""
+
+    game: str
+    opponent: str
+    opponent_color: str
+    status: int
+
+    @property
+    def my_color(self) -> str:
+        return other_color(self.opponent_color)
+
+    @property
+    def active(self) -> bool:
+        return self.status == STATUS_ACTIVE
+
+
+@dataclass(frozen=True)
+class GameStatus:
+    """The STAT record. ``fecha`` is the game's last change, ``color`` the caller's."""
+
+    game: str
+    white: str
+    black: str
+    fecha: int
+    status: int
+    ganador: int
+    solicitud_blancas: int
+    solicitud_negras: int
+    color: str
+    next_ply: int
+
+    @property
+    def active(self) -> bool:
+        return self.status == STATUS_ACTIVE
+
+    @property
+    def me(self) -> str:
+        return self.white if self.color == WHITE else self.black
+
+    @property
+    def opponent(self) -> str:
+        return self.black if self.color == WHITE else self.white
+
+    @property
+    def turn(self) -> str:
+        """The colour to play the next ply."""
+        return color_of_ply(self.next_ply)
+
+    @property
+    def my_turn(self) -> bool:
+        return self.active and self.turn == self.color
+
+    def solicitud(self, color: str) -> int:
+        return self.solicitud_blancas if color == WHITE else self.solicitud_negras
+
+    @property
+    def draw_offered_by(self) -> str | None:
+        """The colour with a pending draw offer in an active game, if any."""
+        if not self.active:
+            return None
+        for color in (WHITE, BLACK):
+            if self.solicitud(color) == REQ_OFFER:
+                return color
+        return None
+
+
+@dataclass(frozen=True)
+class MoveRecord:
+    """One SPAR record (and JGDA's fields after the game): ply, coordinate move,
+    reverso, posicion (``ffTT``), promocion."""
+
+    ply: int
+    jugada: str
+    reverso: int
+    posicion: str
+    promocion: int
+
+
+@dataclass(frozen=True)
+class ClockStatus:
+    """The RELJ record: a game's clocks at the server's ``now_ms`` (docs/protocol.md,
+    RELJ). Banks and times in milliseconds; 0 for "none" where a time is optional."""
+
+    game: str
+    now_ms: int
+    control: str
+    white_ms: int
+    black_ms: int
+    waiting: str  # WHITE, BLACK or NO_CLOCK_RUNS
+    deadline_ms: int
+    white_leave_until_ms: int
+    black_leave_until_ms: int
+    end_reason: str
+
+    def bank(self, color: str) -> int:
+        return self.white_ms if color == WHITE else self.black_ms
+
+    def leave_until(self, color: str) -> int:
+        return self.white_leave_until_ms if color == WHITE else self.black_leave_until_ms
+
+
+@dataclass(frozen=True)
+class LeaveStatus:
+    """The LICE record: when the caller's leave ends (0: not on leave) and the leave
+    left this year after it, in milliseconds."""
+
+    until_ms: int
+    left_ms: int
