@@ -32,7 +32,7 @@ from ajedrez.domain.export import result_text
 from ajedrez.domain.games import GameListing, Games
 from ajedrez.domain.timecontrol import format_duration
 from ajedrez.domain.values import STATUS_FINISHED
-from ajedrez.protocol import fields as values
+from ajedrez.espol import fields as values
 from ajedrez.store import audit
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import NewerDatabase, check_known, is_current

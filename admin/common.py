@@ -8,7 +8,7 @@ import getpass
 import os
 import sys
 
-from ajedrez.protocol import fields as values
+from ajedrez.espol import fields as values
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ajedrez.protocol import fields as values
+from ajedrez.espol import fields as values
 
 CONFIG_KEYS = ("autorizados", "est_partida", "solicitudes")
 USUARIOS_FIELDS = "user:password:comentario:fecha:#ganadas"

@@ -37,8 +37,8 @@ from ajedrez.client.protocol import (
 )
 from ajedrez.domain.values import WHITE
 from ajedrez.domain.views import GameStatus, GameSummary, MoveRecord
-from ajedrez.protocol.fields import format_fecha
-from ajedrez.protocol.framing import HEADER, MAX_DATA
+from ajedrez.espol.fields import format_fecha
+from ajedrez.espol.framing import HEADER, MAX_DATA
 
 
 class Observer(Protocol):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ajedrez.client.errors import code_name
-from ajedrez.protocol.codes import reply_class
+from ajedrez.espol.codes import reply_class
 
 PHASES = ("login", "warmup", "measure", "drain")
 CONNECTION_FAILED = "conn"  # the pseudo reply code of a request whose connection failed

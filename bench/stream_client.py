@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from ajedrez.client.errors import ConnectionLost, ProtocolError, ReplyError, reply_error
 from ajedrez.client.protocol import reply_header
-from ajedrez.protocol.framing import HEADER
+from ajedrez.espol.framing import HEADER
 
 HEAD = HEADER.size  # 6 bytes: code, flag, length
 

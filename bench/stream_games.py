@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import chess
 
 from ajedrez.client.errors import ClientError
-from ajedrez.protocol.events import FIN_DE_TURNO
+from ajedrez.espol.events import FIN_DE_TURNO
 from bench.aclient import move_fields
 from bench.players import Pace, Script
 from bench.stream_client import Conn, error_code

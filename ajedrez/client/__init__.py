@@ -1,7 +1,7 @@
 """The Ajedrez client: a typed ESPOL 2.0 protocol library and the ``ajedrez`` command.
 
 The library (:mod:`ajedrez.client.protocol`, :mod:`ajedrez.client.errors`) imports no
-server code; only the protocol's vocabulary under :mod:`ajedrez.protocol` (reply codes,
+server code; only the protocol's vocabulary under :mod:`ajedrez.espol` (reply codes,
 framing, field syntax, records), which the server shares.
 """
 
@@ -46,8 +46,8 @@ from ajedrez.client.protocol import (
     StreamMark,
     game_id,
 )
-from ajedrez.protocol.events import EventRecord
-from ajedrez.protocol.records import (
+from ajedrez.espol.events import EventRecord
+from ajedrez.espol.records import (
     BLACK,
     WHITE,
     Challenger,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ajedrez.client.clocks import StoredClock
 from ajedrez.domain.export import GameFacts
-from ajedrez.protocol.records import (
+from ajedrez.espol.records import (
     ClockStatus,
     GameStatus,
     MoveRecord,

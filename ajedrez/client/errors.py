@@ -8,7 +8,7 @@ the reply ``code`` and the server's one-line ``reason``.
 
 from __future__ import annotations
 
-from ajedrez.protocol.codes import Reply
+from ajedrez.espol.codes import Reply
 
 
 class ClientError(Exception):

@@ -1,6 +1,6 @@
 """Events in words, one line each, and as environment variables for ``watch --exec``.
 
-The vocabulary (kinds, their fields) is :mod:`ajedrez.protocol.events`, which the server
+The vocabulary (kinds, their fields) is :mod:`ajedrez.espol.events`, which the server
 shares; this module only words it for a person and names it for a script.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from ajedrez.client.clocks import control_text, describe_control, span, when
 from ajedrez.client.output import numbered
 from ajedrez.domain.values import WHITE, color_of_ply
-from ajedrez.protocol import events as ev
-from ajedrez.protocol.events import FIELDS, EventRecord
+from ajedrez.espol import events as ev
+from ajedrez.espol.events import FIELDS, EventRecord
 
 # (white, black) of a game, when this client knows them.
 PlayersOf = Callable[[str], tuple[str, str] | None]

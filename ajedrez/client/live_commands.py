@@ -33,9 +33,9 @@ from ajedrez.client.play_commands import time_control
 from ajedrez.client.protocol import CHANNEL_PLAYERS, Client, StreamItem, StreamMark
 from ajedrez.client.sync import sync_game
 from ajedrez.domain.values import WHITE, color_of_ply
-from ajedrez.protocol import events as ev
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.events import EventRecord
+from ajedrez.espol import events as ev
+from ajedrez.espol.codes import Reply
+from ajedrez.espol.events import EventRecord
 
 # Events after which a game of the user's own is fetched again into the local copy.
 GAME_CHANGES = frozenset(

@@ -26,7 +26,7 @@ from ajedrez.client.sync import board_of, record_own_move, sync_game
 from ajedrez.domain.timecontrol import control_name, parse_control
 from ajedrez.domain.values import BLACK, WHITE
 from ajedrez.domain.views import GameStatus, MoveRecord
-from ajedrez.protocol.codes import Reply
+from ajedrez.espol.codes import Reply
 
 
 def parse_color(text: str) -> str:

@@ -1,7 +1,7 @@
 """A small, typed ESPOL 2.0 client: one TCP connection, one method per command.
 
 Written from ``docs/protocol.md`` alone; it imports no server code, only the protocol's
-own vocabulary under :mod:`ajedrez.protocol`: the reply codes, the header layout, the
+own vocabulary under :mod:`ajedrez.espol`: the reply codes, the header layout, the
 field syntax and the reply records with their parsers.
 
 >>> with Client("127.0.0.1", 1995) as c:           # doctest: +SKIP
@@ -47,12 +47,12 @@ from ajedrez.client.errors import (
     reply_error,
 )
 from ajedrez.domain.timecontrol import parse_control
-from ajedrez.protocol import records
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.events import EventRecord, parse_event
-from ajedrez.protocol.fields import format_fecha, format_partida, partida
-from ajedrez.protocol.framing import HEADER, MAX_DATA
-from ajedrez.protocol.records import (
+from ajedrez.espol import records
+from ajedrez.espol.codes import Reply
+from ajedrez.espol.events import EventRecord, parse_event
+from ajedrez.espol.fields import format_fecha, format_partida, partida
+from ajedrez.espol.framing import HEADER, MAX_DATA
+from ajedrez.espol.records import (
     BLACK,
     WHITE,
     Challenger,
@@ -511,7 +511,7 @@ class Client:
         return int(r.text)
 
     def next_event(self, wait: float | None = None) -> StreamItem | None:
-        """The stream's next item: an :class:`~ajedrez.protocol.events.EventRecord`
+        """The stream's next item: an :class:`~ajedrez.espol.events.EventRecord`
         (600), or a :class:`StreamMark` (601, 602, 603). Those set aside while a command
         waited come first. None when ``wait`` seconds pass with nothing (None: wait as
         long as it takes). A 6xx this library does not know is skipped; an unreadable

@@ -35,8 +35,8 @@ from ajedrez.client.clocks import local_ms
 from ajedrez.client.errors import ProtocolError, ProtocolFailure, ReplyError
 from ajedrez.client.protocol import Client
 from ajedrez.domain.export import GameFacts, read_facts
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.records import REMOVED_GAME, GameStatus, MoveRecord, OpenChallenge
+from ajedrez.espol.codes import Reply
+from ajedrez.espol.records import REMOVED_GAME, GameStatus, MoveRecord, OpenChallenge
 
 # How many of the last plies held a sync reads again to see that they are still the game's.
 RECHECK_PLIES = 2

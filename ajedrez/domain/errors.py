@@ -7,7 +7,11 @@ one enumeration every front end maps to its own vocabulary: ESPOL to its 8xx cod
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class Refusal(StrEnum):
@@ -79,3 +83,17 @@ class TransientStorageError(StorageError):
 
 # How many times a command (or a queued write) is run again after a TransientStorageError.
 TRANSIENT_RETRIES = 3
+
+
+def retrying(
+    work: Callable[[], T], again: Callable[[TransientStorageError], None] | None = None
+) -> T:
+    """``work()``, run again (at most :data:`TRANSIENT_RETRIES` times more) while the
+    database rolls it back to break a deadlock; ``again`` hears of each retry."""
+    for _attempt in range(TRANSIENT_RETRIES):
+        try:
+            return work()
+        except TransientStorageError as e:
+            if again is not None:
+                again(e)
+    return work()

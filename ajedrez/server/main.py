@@ -20,14 +20,15 @@ from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.games import Games
 from ajedrez.domain.timecontrol import DAY_MS, parse_control
+from ajedrez.espol.connection import Connection
 from ajedrez.server import logs, loops, metrics, notify
 from ajedrez.server.monitor import Health, Monitor
 from ajedrez.server.prefork import Listeners, Master, open_listener
-from ajedrez.server.reactor import LISTEN_BACKLOG, Reactor, tls_context
+from ajedrez.server.reactor import LISTEN_BACKLOG, Listener, Reactor, make_service, tls_context
 from ajedrez.server.scheduler import Scheduler
 from ajedrez.server.settings import Settings, SettingsError, add_arguments, load
-from ajedrez.server.stream import Hub
 from ajedrez.server.testclock import FileClock
+from ajedrez.service.hub import Hub
 from ajedrez.store.db import Database
 from ajedrez.store.events import prune_events
 from ajedrez.store.migrate import current_revision, revisions, upgrade
@@ -342,20 +343,12 @@ async def _serve(
         clock=time[0],
     )
     hub = Hub(db, heartbeat=settings.event_heartbeat, metrics=counted, clock=time[0])
-    reactor = Reactor(
-        accounts,
-        games,
-        Moves.of(db, *time),
-        settings.host,
-        settings.port,
-        settings.limits,
-        settings.command_threads,
-        tls,
-        settings.tls_port,
-        listeners,
-        hub,
-        counted,
-    )
+    service = make_service(accounts, games, Moves.of(db, *time), lim, settings.command_threads)
+    sockets = listeners or {}
+    served = [Listener("plain", Connection, settings.port, None, sockets.get("plain"))]
+    if tls is not None and settings.tls_port is not None:
+        served.append(Listener("tls", Connection, settings.tls_port, tls, sockets.get("tls")))
+    reactor = Reactor(service, settings.host, served, lim, hub, counted)
     try:
         await hub.start()
         opened = await reactor.start()

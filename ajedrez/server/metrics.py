@@ -1,8 +1,9 @@
 """What the server counts for Prometheus (docs/operations.md, "Health and metrics").
 
-Every metric is declared here, once. The server calls :class:`Metrics`, whose methods do
-nothing: with the HTTP listener off (the default) counting costs one call. With it on,
-:func:`enable` returns :class:`PrometheusMetrics`, backed by ``prometheus_client``.
+Every metric is declared here, once. The server calls
+:class:`~ajedrez.service.metrics.Metrics`, whose methods do nothing: with the HTTP
+listener off (the default) counting costs one call. With it on, :func:`enable`
+returns :class:`PrometheusMetrics`, backed by ``prometheus_client``.
 
 Metrics always use the library's multiprocess mode: each process (the one server
 process, or each worker and the writer process with ``--workers``) writes its values to
@@ -24,9 +25,9 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ajedrez.domain.values import END_TIMEOUT
-from ajedrez.protocol import events as ev
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.commands import lookup
+from ajedrez.espol import events as ev
+from ajedrez.espol.codes import Reply
+from ajedrez.service.metrics import Metrics
 
 if TYPE_CHECKING:
     from ajedrez.domain.events import Event
@@ -58,52 +59,9 @@ LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 1
 DELAY_BUCKETS = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 
 
-def command_name(line: bytes) -> str:
-    """The label of a request line: its command's name, or ``unknown`` (so that what a
-    client sends can never make new labels)."""
-    code = line.split(b":", 1)[0].strip()
-    if len(code) > 8:
-        return "unknown"
-    spec = lookup(code.decode("ascii", "replace"))
-    return spec.name if spec is not None else "unknown"
-
-
 def reply_codes(frames: Iterable[bytes]) -> set[str]:
     """The distinct reply codes of an answer's frames (a multi-part answer counts once)."""
     return {frame[:3].decode("ascii", "replace") for frame in frames if frame[:3].isdigit()}
-
-
-class Metrics:
-    """Counting switched off: every method does nothing."""
-
-    directory: str | None = None
-
-    def connection_opened(self, protocol: str) -> None:
-        pass
-
-    def connection_closed(self, protocol: str) -> None:
-        pass
-
-    def answered(self, command: str, frames: Sequence[bytes], seconds: float) -> None:
-        """A command's answer left (``frames``), ``seconds`` after its line came in."""
-
-    def replied(self, frames: Sequence[bytes]) -> None:
-        """Replies sent without a command (a refused connection, a timeout)."""
-
-    def login_failed(self) -> None:
-        pass
-
-    def login_delayed(self, seconds: float) -> None:
-        pass
-
-    def committed(self, events: Sequence[Event]) -> None:
-        pass
-
-    def event_sent(self, at_ms: int, now_ms: int, *, live: bool) -> None:
-        pass
-
-    def store_error(self, where: str) -> None:
-        pass
 
 
 class PrometheusMetrics(Metrics):

@@ -1,16 +1,15 @@
-"""The asyncio transport: one event loop holds every connection, a bounded pool of threads
-runs the commands.
+"""The asyncio transport: one event loop holds every connection of every listener, each
+served by its listener's front end (``service/frontend.py``: ESPOL's is
+``espol/connection.py``); the service's bounded pools of threads run the operations.
 
-An idle session costs a few kilobytes (a protocol object, its transport, a
-:class:`Session`) instead of a thread stack, so thousands of players can stay connected;
-the database work, which is blocking (SQLAlchemy, python-chess), runs in at most
-``command_threads`` threads, except for the commands cheaper than a thread hand-off
-(``Runs.LOOP`` and ``Runs.QUEUE`` in the command table: HELP, QUIT, and STAT, SPAR and
-JGDA, whose work goes to the store's queue). Each connection (``connection.py``) runs
-its commands one at a time, in order, and a reply leaves in one write with
-``TCP_NODELAY`` set.
-``docs/performance.md`` compares this with thread-per-connection; ``docs/security.md``
-lists the limits enforced here.
+An idle session costs a few kilobytes (a protocol object, its transport, its session)
+instead of a thread stack, so thousands of players can stay connected; the database
+work, which is blocking (SQLAlchemy, python-chess), runs in at most ``command_threads``
+threads, except for the operations cheaper than a thread hand-off (``Work.LOOP`` and
+``Work.QUEUE`` in ``service/work.py``: a move and the reads of a game go to the store's
+queue). The reactor keeps the connections' books: how many, from where, which have not
+logged in, and the graceful stop. ``docs/performance.md`` compares this with
+thread-per-connection; ``docs/security.md`` lists the limits enforced here.
 """
 
 from __future__ import annotations
@@ -21,18 +20,19 @@ import random
 import socket
 import ssl
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.games import Games
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.commands import Runs
-from ajedrez.server.connection import Connection
-from ajedrez.server.metrics import Metrics
-from ajedrez.server.ratelimit import RateLimit
 from ajedrez.server.settings import Limits
-from ajedrez.server.stream import Hub
-from ajedrez.server.throttle import LoginThrottle
+from ajedrez.service.frontend import Client, Frontend, Turnaway
+from ajedrez.service.hub import Hub
+from ajedrez.service.metrics import Metrics
+from ajedrez.service.ratelimit import RateLimit
+from ajedrez.service.service import Service
+from ajedrez.service.throttle import LoginThrottle
 from ajedrez.store.moves import Moves
 
 log = logging.getLogger("ajedrez.server")
@@ -41,66 +41,64 @@ LISTEN_BACKLOG = 1024
 TLS_HANDSHAKE_TIMEOUT = 10.0
 
 
-class Reactor:
-    def __init__(
-        self,
-        accounts: Accounts,
-        games: Games,
-        moves: Moves,
-        host: str,
-        port: int,
-        limits: Limits | None = None,
-        command_threads: int = 16,
-        tls: ssl.SSLContext | None = None,
-        tls_port: int | None = None,
-        sockets: dict[str, socket.socket] | None = None,
-        hub: Hub | None = None,
-        metrics: Metrics | None = None,
-    ) -> None:
-        """``sockets``: listening sockets opened already ("plain", "tls"), shared by the
-        worker processes of ``--workers``; without them the reactor opens its own."""
-        self.metrics = metrics or Metrics()
-        self.accounts = accounts
-        self.games = games
-        self.moves = moves
-        self._hub = hub  # EVEN's: None where nothing streams (tests of the transport)
-        self.host = host
-        self.port = port
-        self.limits = limits or Limits()
-        self.tls = tls
-        self.tls_port = tls_port
-        self.sockets = sockets or {}
-        lim = self.limits
-        self.throttle = LoginThrottle(
+@dataclass(frozen=True)
+class Listener:
+    """A listening socket and the front end that serves its connections."""
+
+    kind: str  # its name in the log: "plain", "tls"...
+    frontend: Frontend
+    port: int | None = None
+    tls: ssl.SSLContext | None = None
+    sock: socket.socket | None = None  # opened already (--workers: shared by the workers)
+
+
+def make_service(
+    accounts: Accounts, games: Games, moves: Moves, limits: Limits, command_threads: int = 16
+) -> Service:
+    """The service with the limits of ``limits``: login throttle, sign-ups per address,
+    the threads that hash passwords."""
+    lim = limits
+    return Service(
+        accounts,
+        games,
+        moves,
+        throttle=LoginThrottle(
             lim.login_delay_base,
             lim.login_delay_max,
             lim.login_forget_after,
             lim.login_name_budget,
             lim.login_name_window,
-        )
-        self.subs_limit = RateLimit(lim.subs_per_address, lim.subs_window)
-        self.pool = ThreadPoolExecutor(command_threads, thread_name_prefix="command")
-        # Commands that hash a password run in their own few threads: that caps the
-        # argon2 work at once (19 MiB each), and glibc keeps a freed argon2 buffer in the
-        # arena of the thread that used it, so few threads also means little memory kept
-        # (bench/idle.py: ~345 MiB of arenas when every command thread may hash).
-        self.hash_pool = ThreadPoolExecutor(lim.max_password_checks, thread_name_prefix="password")
-        # SUBS hashes in threads of their own: a flood of requests never takes a login's turn.
-        self.subs_pool = ThreadPoolExecutor(
-            lim.max_subscription_hashes, thread_name_prefix="subscription"
-        )
-        self.pools = {
-            Runs.THREAD: self.pool,
-            Runs.PASSWORD: self.hash_pool,
-            Runs.SUBSCRIPTION: self.subs_pool,
-        }
+        ),
+        signups=RateLimit(lim.subs_per_address, lim.subs_window),
+        command_threads=command_threads,
+        password_threads=lim.max_password_checks,
+        subscription_threads=lim.max_subscription_hashes,
+    )
+
+
+class Reactor:
+    def __init__(
+        self,
+        service: Service,
+        host: str,
+        listeners: list[Listener],
+        limits: Limits | None = None,
+        hub: Hub | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.metrics = metrics or Metrics()
+        self.service = service
+        self._hub = hub  # the event hub: None where nothing streams (tests of the transport)
+        self.host = host
+        self.listeners = listeners
+        self.limits = limits or Limits()
         self.stopping = False
         self._servers: list[asyncio.Server] = []
-        self._connections: set[Connection] = set()
+        self._connections: set[Client] = set()
         self._stop_requested = asyncio.Event()
         self._all_left = asyncio.Event()  # set once stopping and no connection is left
         self._per_address: Counter[str] = Counter()
-        self._unauthenticated: dict[Connection, None] = {}  # insertion-ordered set
+        self._unauthenticated: dict[Client, None] = {}  # insertion-ordered set
 
     @property
     def hub(self) -> Hub:
@@ -110,17 +108,16 @@ class Reactor:
 
     async def start(self) -> list[tuple[str, str, int]]:
         """Open the listeners; returns (kind, host, port) of each."""
-        listeners: list[tuple[str, int | None, ssl.SSLContext | None]] = [
-            ("plain", self.port, None)
-        ]
-        if self.tls is not None and self.tls_port is not None:
-            listeners.append(("tls", self.tls_port, self.tls))
         opened = []
-        for kind, port, context in listeners:
-            shared = self.sockets.get(kind)
-            where = {"sock": shared} if shared else {"host": self.host, "port": port}
+        for listener in self.listeners:
+            context = listener.tls
+            where: dict[str, Any] = (
+                {"sock": listener.sock}
+                if listener.sock
+                else {"host": self.host, "port": listener.port}
+            )
             server = await asyncio.get_running_loop().create_server(
-                lambda: Connection(self),
+                partial(listener.frontend, self),
                 **where,
                 backlog=LISTEN_BACKLOG,
                 ssl=context,
@@ -128,7 +125,7 @@ class Reactor:
             )
             self._servers.append(server)
             host, bound = server.sockets[0].getsockname()[:2]
-            opened.append((kind, host, bound))
+            opened.append((listener.kind, host, bound))
         return opened
 
     def stop(self) -> None:
@@ -153,13 +150,12 @@ class Reactor:
                 conn.abort()
         for server in self._servers:
             await server.wait_closed()
-        for pool in (self.pool, self.hash_pool, self.subs_pool):
-            pool.shutdown(wait=True, cancel_futures=True)
+        self.service.shutdown()
         log.info("all sessions closed")
 
-    # -- connections (called by connection.Connection) --------------------------------
+    # -- connections (called by the front ends' connections) --------------------------------
 
-    def refusal(self, address: str) -> tuple[Reply, str] | None:
+    def refusal(self, address: str) -> tuple[Turnaway, str] | None:
         """Why a new connection from ``address`` cannot be served, or None. When the
         server is full, or holds its most connections that have not logged in, one of
         those (never a logged-in player's) is dropped at random to make room, as
@@ -167,14 +163,14 @@ class Reactor:
         out, and the flood's own connections are the likeliest to go."""
         lim = self.limits
         if self.stopping:
-            return Reply.E_BUSY, "the server is stopping; try again later"
+            return Turnaway.BUSY, "the server is stopping; try again later"
         if self._per_address[address] >= lim.max_connections_per_address:
             limit = lim.max_connections_per_address
-            return Reply.F_ADDRLIMIT, f"too many connections from your address (limit {limit})"
+            return Turnaway.ADDRESS_LIMIT, f"too many connections from your address (limit {limit})"
         full = len(self._connections) >= lim.max_connections
         if full or len(self._unauthenticated) >= lim.max_unauthenticated:
             if not self._unauthenticated:
-                return Reply.E_BUSY, "too many connections; try again later"
+                return Turnaway.BUSY, "too many connections; try again later"
             victim = random.choice(list(self._unauthenticated))
             log.warning(
                 "dropping %s, not logged in, to make room (%d connections, %d not logged in)",
@@ -184,7 +180,7 @@ class Reactor:
             )
             self.authenticated(victim)
             victim.drop(
-                Reply.F_LOGINTIME,
+                Turnaway.LOGIN_TIMEOUT,
                 "the server is full of connections that have not logged in; yours was "
                 "dropped to make room: log in sooner after connecting",
             )
@@ -192,16 +188,16 @@ class Reactor:
                 self.left(victim)  # its place is free now, before its transport closes
         return None
 
-    def joined(self, conn: Connection) -> None:
+    def joined(self, conn: Client) -> None:
         self._connections.add(conn)
         self._per_address[conn.address] += 1
         self._unauthenticated[conn] = None
 
-    def authenticated(self, conn: Connection) -> None:
+    def authenticated(self, conn: Client) -> None:
         """``conn`` logged in (or is leaving): it no longer counts as not logged in."""
         self._unauthenticated.pop(conn, None)
 
-    def left(self, conn: Connection) -> None:
+    def left(self, conn: Client) -> None:
         self._unauthenticated.pop(conn, None)
         if conn not in self._connections:
             return

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from ajedrez.domain.errors import StorageError
 from ajedrez.domain.timekeeping import Timekeeping
 from ajedrez.domain.values import game_name as format_partida
-from ajedrez.server.metrics import Metrics
+from ajedrez.service.metrics import Metrics
 
 log = logging.getLogger("ajedrez.server")
 

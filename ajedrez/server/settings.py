@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ajedrez.domain.timecontrol import parse_control
-from ajedrez.protocol.framing import MAX_LINE
+from ajedrez.espol.framing import MAX_LINE
 from ajedrez.server import loops
 from ajedrez.server.logs import LOG_FORMATS
 

@@ -41,7 +41,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlalchemy import Connection, Engine, event, exc, text
 from sqlalchemy.engine import URL, ExceptionContext
 
-from ajedrez.domain.errors import TRANSIENT_RETRIES, Conflict, StorageError, TransientStorageError
+from ajedrez.domain.errors import (
+    Conflict,
+    StorageError,
+    TransientStorageError,
+    retrying,
+)
 from ajedrez.domain.events import Event
 from ajedrez.store.backups import Confirm, Progress
 from ajedrez.store.prepared import Prepared, PreparedMany, read_only_connection
@@ -304,16 +309,14 @@ class Database:
             yield conn
 
     def _write_alone(self, job: Callable[[Tx], T]) -> T | Exception:
-        for attempt in range(TRANSIENT_RETRIES + 1):
-            try:
-                with self.write() as tx:
-                    return job(tx)
-            except TransientStorageError as e:  # a deadlock broken by PostgreSQL
-                if attempt == TRANSIENT_RETRIES:
-                    return e
-            except Exception as e:
-                return e
-        raise AssertionError("unreachable")
+        def once() -> T:
+            with self.write() as tx:
+                return job(tx)
+
+        try:
+            return retrying(once)  # a deadlock broken by PostgreSQL: run it again
+        except Exception as e:
+            return e
 
     def ping(self) -> None:
         with self.read() as conn:

@@ -30,7 +30,7 @@ from ajedrez.client.clocks import (
 )
 from ajedrez.client.sync import learn_clock, open_challenges
 from ajedrez.domain.timecontrol import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS
-from ajedrez.protocol.records import (
+from ajedrez.espol.records import (
     BLACK,
     WHITE,
     WINNER_BLACK,

@@ -12,9 +12,9 @@ from ajedrez.client.app import App
 from ajedrez.client.cli import build_parser
 from ajedrez.client.event_lines import describe, event_environment, event_line
 from ajedrez.client.live_commands import Watch
-from ajedrez.protocol import events as ev
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.events import FIELDS, EventRecord, parse_event
+from ajedrez.espol import events as ev
+from ajedrez.espol.codes import Reply
+from ajedrez.espol.events import FIELDS, EventRecord, parse_event
 
 FEN = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
 GAMES = {"P0000001": ("ana", "bob")}

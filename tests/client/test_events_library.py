@@ -32,9 +32,9 @@ from ajedrez.client.cli import build_parser
 from ajedrez.client.follow import Handler, follow
 from ajedrez.client.live_commands import Observe
 from ajedrez.client.protocol import StreamItem
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.events import FIN_DE_TURNO, EventRecord
-from ajedrez.protocol.framing import encode_records, encode_reply
+from ajedrez.espol.codes import Reply
+from ajedrez.espol.events import FIN_DE_TURNO, EventRecord
+from ajedrez.espol.framing import encode_records, encode_reply
 
 FEN_E4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
 MOVE_1 = f"13:1795000060000:FIN_DE_TURNO:P0000001:1:e2e4:0:e4:bob:{FEN_E4}"

@@ -32,7 +32,7 @@ from ajedrez.client import (
     WrongPassword,
 )
 from ajedrez.client.chessboard import jgda_for
-from ajedrez.protocol.codes import Reply
+from ajedrez.espol.codes import Reply
 from tests.client.conftest import free_port
 from tests.support.common import PASSWORD
 

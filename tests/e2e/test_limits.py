@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ajedrez.server.settings import Limits, Settings, SettingsError, load
-from ajedrez.server.throttle import LoginThrottle
+from ajedrez.service.throttle import LoginThrottle
 from tests.support.common import PASSWORD, ROOT, wait_for, wait_for_async
 from tests.support.espol import Conn
 from tests.support.server import start_server, tls_port
@@ -408,13 +408,15 @@ class NoGames:
 def test_password_hashes_are_capped() -> None:
     import asyncio
 
-    from ajedrez.server.reactor import Reactor
+    from ajedrez.espol.connection import Connection
+    from ajedrez.server.reactor import Listener, Reactor, make_service
 
     accounts = CountingAccounts()
 
     async def scenario() -> list[bytes]:
         limits = Limits(max_subscription_hashes=2, subs_per_address=100)
-        reactor = Reactor(accounts, NoGames(), None, "127.0.0.1", 0, limits, command_threads=16)  # type: ignore[arg-type]
+        service = make_service(accounts, NoGames(), None, limits, command_threads=16)  # type: ignore[arg-type]
+        reactor = Reactor(service, "127.0.0.1", [Listener("plain", Connection, 0)], limits)
         (_, host, port), *_ = await reactor.start()
 
         async def subscribe(i: int) -> bytes:
@@ -439,13 +441,15 @@ def test_password_hashes_are_capped() -> None:
 def test_a_login_does_not_queue_behind_subscription_hashes() -> None:
     import asyncio
 
-    from ajedrez.server.reactor import Reactor
+    from ajedrez.espol.connection import Connection
+    from ajedrez.server.reactor import Listener, Reactor, make_service
 
     accounts = CountingAccounts()
 
     async def scenario() -> bytes:
         limits = Limits(max_subscription_hashes=1, subs_per_address=100)
-        reactor = Reactor(accounts, NoGames(), None, "127.0.0.1", 0, limits, command_threads=16)  # type: ignore[arg-type]
+        service = make_service(accounts, NoGames(), None, limits, command_threads=16)  # type: ignore[arg-type]
+        reactor = Reactor(service, "127.0.0.1", [Listener("plain", Connection, 0)], limits)
         (_, host, port), *_ = await reactor.start()
         flood = []
         for i in range(10):  # 10 SUBS of 0.2 s each, one at a time: 2 s of hashing

@@ -20,7 +20,7 @@ from ajedrez.admin.cli import main
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.passwords import hash_password
-from ajedrez.protocol import fields as values
+from ajedrez.espol import fields as values
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import alembic_config, upgrade
 from ajedrez.store.models import Subscription, User

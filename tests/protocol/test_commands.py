@@ -1,15 +1,15 @@
-"""Socket-free unit tests of the command table (ajedrez.protocol.commands), the field syntax
-(ajedrez.protocol.fields) and the reply codes (ajedrez.protocol.codes): contract sections 1
+"""Socket-free unit tests of the command table (ajedrez.espol.commands), the field syntax
+(ajedrez.espol.fields) and the reply codes (ajedrez.espol.codes): contract sections 1
 and 2."""
 
 from __future__ import annotations
 
 import pytest
 
-from ajedrez.protocol import fields as v
-from ajedrez.protocol.codes import Reply, reply_class
-from ajedrez.protocol.commands import ALIASES, PRE_LOGIN, SPECS, help_text, lookup, parse_args
-from ajedrez.protocol.framing import LineError, parse_line
+from ajedrez.espol import fields as v
+from ajedrez.espol.codes import Reply, reply_class
+from ajedrez.espol.commands import ALIASES, PRE_LOGIN, SPECS, help_text, lookup, parse_args
+from ajedrez.espol.framing import LineError, parse_line
 
 # -- commands.parse_args -------------------------------------------------------------------
 

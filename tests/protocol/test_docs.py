@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ajedrez.protocol.codes import Reply, reply_class
-from ajedrez.protocol.commands import ALIASES, SPECS, help_text
+from ajedrez.espol.codes import Reply, reply_class
+from ajedrez.espol.commands import ALIASES, SPECS, help_text
 from tests.support.common import ROOT
 
 PROTOCOL = (ROOT / "docs" / "protocol.md").read_text()

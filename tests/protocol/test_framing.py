@@ -1,4 +1,4 @@
-"""Socket-free unit tests of the framing (ajedrez.protocol.framing): lines in, replies out;
+"""Socket-free unit tests of the framing (ajedrez.espol.framing): lines in, replies out;
 contract section 1. The command table and the fields are in test_commands.py."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.framing import (
+from ajedrez.espol.codes import Reply
+from ajedrez.espol.framing import (
     MAX_DATA,
     MAX_LINE,
     OVERLONG,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ajedrez.protocol.commands import SPECS
+from ajedrez.espol.commands import SPECS
 from tests.support.session import frame
 
 

@@ -12,10 +12,11 @@ from prometheus_client import CollectorRegistry, values
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from ajedrez.domain import events
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.framing import encode_records, encode_reply
+from ajedrez.espol.codes import Reply
+from ajedrez.espol.commands import command_name
+from ajedrez.espol.framing import encode_records, encode_reply
 from ajedrez.server import metrics
-from ajedrez.server.metrics import Metrics, PrometheusMetrics, command_name, reply_codes
+from ajedrez.server.metrics import Metrics, PrometheusMetrics, reply_codes
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.framing import decode_header
-from ajedrez.server import stream as stream_module
-from ajedrez.server.stream import Hub, Stream
+from ajedrez.espol.codes import Reply
+from ajedrez.espol.framing import decode_header
+from ajedrez.espol.stream import stream_frame
+from ajedrez.service import hub as stream_module
+from ajedrez.service.hub import Hub, Stream
 
 HEADER = 6
 
@@ -119,7 +120,8 @@ class Sink:
     frames: list[tuple[int, str]] = field(default_factory=list)
     reading: bool = True
 
-    def send_event(self, frame: bytes) -> bool:
+    def send_event(self, item: Any) -> bool:
+        frame = stream_frame(item)
         code, _more, length = decode_header(frame[:HEADER])
         assert len(frame) == HEADER + length
         self.frames.append((code, frame[HEADER:].decode()))
@@ -364,10 +366,10 @@ def test_the_players_get_an_event_before_its_observers(loop):
     class Recorder(Sink):
         user: int = 0
 
-        def send_event(self, frame: bytes) -> bool:
-            if decode_header(frame[:HEADER])[0] == Reply.V_EVENTO:
+        def send_event(self, item: Any) -> bool:
+            if decode_header(stream_frame(item)[:HEADER])[0] == Reply.V_EVENTO:
                 order.append(self.user)
-            return super().send_event(frame)
+            return super().send_event(item)
 
     for user in [*range(100, 110), 1, 2]:
         hub.open(Recorder(user=user), user, None)

@@ -7,8 +7,9 @@ import threading
 from sqlalchemy import update
 
 from ajedrez.domain.errors import TRANSIENT_RETRIES, TransientStorageError
-from ajedrez.protocol.codes import Reply
-from ajedrez.server.espol import Session
+from ajedrez.espol.codes import Reply
+from ajedrez.espol.session import Session
+from ajedrez.service.service import Service
 from ajedrez.store.models import User
 
 
@@ -27,7 +28,7 @@ class FlakyGames:
 def _logged_in(games: FlakyGames) -> Session:
     from ajedrez.domain.accounts import Caller
 
-    session = Session(accounts=None, games=games, moves=None)  # type: ignore[arg-type]
+    session = Session(Service(accounts=None, games=games, moves=None))  # type: ignore[arg-type]
     session.caller = Caller(1, "ana")
     return session
 

@@ -1,5 +1,5 @@
-"""Drive the ESPOL session (``ajedrez.server.espol.Session``) without a socket: bytes in,
-the reply frames out, as the transport (``ajedrez.server.connection``) would send them.
+"""Drive the ESPOL session (``ajedrez.espol.session.Session``) without a socket: bytes in,
+the reply frames out, as the transport (``ajedrez.espol.connection``) would send them.
 
 :func:`make_session` is the one place that builds a Session; :func:`exchange` feeds it a
 line. A command whose storage work is queued (``Outcome.later``: STAT, SPAR, JGDA) is
@@ -17,8 +17,9 @@ from typing import Any
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.clocks import Clock, ClockRules
 from ajedrez.domain.games import Games
-from ajedrez.protocol.framing import decode_header
-from ajedrez.server.espol import Outcome, Session
+from ajedrez.espol.framing import decode_header
+from ajedrez.espol.session import Outcome, Session
+from ajedrez.service.service import Service
 from ajedrez.store.db import Database
 from ajedrez.store.moves import Moves
 
@@ -34,16 +35,12 @@ def make_session(
     **options: Any,
 ) -> Session:
     """A fresh session on ``db``, not logged in, timed by ``clock`` (the system's when
-    None); ``options`` are the Session's other keyword arguments (``throttle``,
-    ``subs_limit``)."""
-    return Session(
-        Accounts(db),
-        Games(db, clock, clock_rules),
-        Moves.of(db, clock, clock_rules),
-        peer=peer,
-        address=peer.rsplit(":", 1)[0],
-        **options,
+    None); ``options`` are the Service's other keyword arguments (``throttle``,
+    ``signups``)."""
+    service = Service(
+        Accounts(db), Games(db, clock, clock_rules), Moves.of(db, clock, clock_rules), **options
     )
+    return Session(service, peer=peer, address=peer.rsplit(":", 1)[0])
 
 
 @dataclass(frozen=True)

@@ -13,23 +13,21 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from ajedrez.domain.accounts import Accounts, Caller
+from ajedrez.domain.accounts import Caller
 from ajedrez.domain.errors import (
-    TRANSIENT_RETRIES,
     Failure,
     Refusal,
     StorageError,
-    TransientStorageError,
 )
-from ajedrez.domain.games import Games, moves_of, status_of
-from ajedrez.domain.rules import plays
-from ajedrez.protocol.codes import Reply, refusal_code
-from ajedrez.protocol.commands import PRE_LOGIN, SPECS, help_text, lookup, parse_args
-from ajedrez.protocol.fields import format_fecha, format_partida
-from ajedrez.protocol.framing import LineError, encode_records, encode_reply, parse_line
-from ajedrez.protocol.records import (
+from ajedrez.domain.games import moves_of, status_of
+from ajedrez.espol.codes import Reply, refusal_code
+from ajedrez.espol.commands import PRE_LOGIN, SPECS, help_text, lookup, parse_args
+from ajedrez.espol.fields import format_fecha, format_partida
+from ajedrez.espol.framing import LineError, encode_records, encode_reply, parse_line
+from ajedrez.espol.records import (
     Challenger,
     MoveRecord,
     OpenChallenge,
@@ -41,9 +39,7 @@ from ajedrez.protocol.records import (
     encode_status,
     encode_summary,
 )
-from ajedrez.server.ratelimit import RateLimit
-from ajedrez.server.throttle import LoginThrottle
-from ajedrez.store.moves import Moves
+from ajedrez.service.service import Service, not_watching, watches
 
 log = logging.getLogger("ajedrez.session")
 
@@ -75,23 +71,13 @@ class Later:
 
 
 class Session:
-    def __init__(
-        self,
-        accounts: Accounts,
-        games: Games,
-        moves: Moves,
-        peer: str = "-",
-        address: str = "-",
-        throttle: LoginThrottle | None = None,
-        subs_limit: RateLimit | None = None,
-    ) -> None:
-        self.accounts = accounts
-        self.games = games
-        self.moves = moves
+    def __init__(self, service: Service, peer: str = "-", address: str = "-") -> None:
+        self.service = service
+        self.accounts = service.accounts
+        self.games = service.games
+        self.moves = service.moves
         self.peer = peer  # "host:port", for logs
         self.address = address  # the client's host alone, for the login throttle
-        self.throttle = throttle
-        self.subs_limit = subs_limit  # SUBS per client address (ratelimit.py)
         self.pending_user: str | None = None
         self.caller: Caller | None = None
         self._handlers: dict[str, Callable[..., Outcome]] = {
@@ -147,12 +133,7 @@ class Session:
 
     def _run(self, name: str, args: list[Any]) -> Outcome:
         """Run a command, again if the database rolled it back to break a deadlock."""
-        for _attempt in range(TRANSIENT_RETRIES):
-            try:
-                return self._handlers[name](*args)
-            except TransientStorageError as e:
-                log.info("retrying %s for %s after: %s", name, self.who(), e)
-        return self._handlers[name](*args)
+        return self.service.retrying(partial(self._handlers[name], *args), name, self.who())
 
     def login_attempt(self, raw: bytes) -> str | None:
         """The user name this line tries a password for: a PASS after USER, or an UNSU
@@ -197,11 +178,7 @@ class Session:
         if self.logged_in:
             return self._reply(Reply.F_LOGGED, f"already logged in as '{self._me.name}'")
         self.pending_user = None
-        try:
-            self.accounts.check_active(name)
-        except Failure:
-            log.info("login refused for unknown or inactive user %r from %s", name, self.peer)
-            raise
+        self.service.check_user(name, self.peer)
         self.pending_user = name
         return self._reply(Reply.S_USER, name)
 
@@ -210,45 +187,21 @@ class Session:
             return self._reply(Reply.F_LOGGED, f"already logged in as '{self._me.name}'")
         if self.pending_user is None:
             return self._reply(Reply.F_SEQ, "PASS must follow a successful USER", close=True)
-        try:
-            self.caller = self.accounts.login(self.pending_user, password)
-        except Failure as f:
-            log.warning("failed login for %r from %s", self.pending_user, self.peer)
-            if self.throttle is not None and f.kind is Refusal.WRONG_PASSWORD:
-                self.throttle.failed(self.address, self.pending_user)
-            raise
-        if self.throttle is not None:
-            self.throttle.succeeded(self.address, self.caller.name)
-        log.info("login %s", self.who())
+        self.caller = self.service.log_in(self.pending_user, password, self.address, self.peer)
         return self._reply(Reply.S_PASSWD, self.caller.name)
 
     def do_SUBS(self, name: str, password: str, comment: str) -> Outcome:
-        if self.subs_limit is not None:
-            wait = self.subs_limit.allow(self.address)
-            if wait > 0:
-                log.warning("subscription request for %r from %s refused: rate", name, self.peer)
-                return self._reply(
-                    Reply.F_SUBSRATE,
-                    f"too many subscription requests from your address; try again in "
-                    f"{max(1, round(wait / 60))} minute(s)",
-                )
-        self.accounts.subscribe(name, password, comment, self.address)
-        log.info("subscription request for %r from %s", name, self.peer)
+        self.service.sign_up(name, password, comment, self.address, self.peer)
         return self._reply(Reply.S_SUBS)
 
     def do_UNSU(self, name: str, password: str) -> Outcome:
         try:
-            self.accounts.unsubscribe(self._me, name, password)
+            self.service.close_account(self._me, name, password, self.address, self.peer)
         except Failure as f:
             if f.kind is not Refusal.WRONG_PASSWORD:
                 raise
-            # A wrong password here is a failed login: throttled, logged, and the end of
-            # the session, so a logged-in session is no faster a password oracle than PASS.
-            log.warning("failed login (UNSU) for %r from %s", self._me.name, self.peer)
-            if self.throttle is not None:
-                self.throttle.failed(self.address, self._me.name)
+            # A failed login: the end of the session, as after PASS.
             return self._reply(refusal_code(f.kind), f"{f.reason}; closing", close=True)
-        log.info("account closed by its user %s", self.who())
         return self._reply(Reply.S_UNSU, close=True)
 
     def do_HELP(self, topic: str = "") -> Outcome:
@@ -313,7 +266,7 @@ class Session:
         me = self._me.id
 
         def reply(rows: list[Any]) -> Outcome:
-            if rows and not plays(rows[0], me):
+            if watches(rows, me):
                 return self._as_observer("STAT", game_id, lambda: reply_observed(rows))
             return self._reply(Reply.S_STAT, encode_status(status_of(rows, me, game_id)))
 
@@ -326,7 +279,7 @@ class Session:
         me = self._me.id
 
         def reply(rows: list[Any], observer: bool = False) -> Outcome:
-            if rows and not observer and not plays(rows[0], me):
+            if not observer and watches(rows, me):
                 return self._as_observer("SPAR", game_id, lambda: reply(rows, True))
             records = [encode_move(m) for m in moves_of(rows, me, game_id, after, observer)]
             return self._records(Reply.S_SPAR, records)
@@ -339,10 +292,7 @@ class Session:
 
         def observed(rows: list[Any]) -> Outcome:
             if not rows:
-                raise Failure(
-                    Refusal.NOT_A_PLAYER,
-                    f"you neither play in nor observe {format_partida(game_id)}",
-                )
+                raise not_watching(game_id)
             return reply()
 
         return Outcome(later=Later(command, self.moves.observing(game_id, self._me.id), observed))

@@ -11,8 +11,8 @@ import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.fields import shown
+from ajedrez.espol.codes import Reply
+from ajedrez.espol.fields import shown
 
 MAX_DATA = 4096
 # The longest valid line (SUBS with a 32-character name, a 128-character password and a

@@ -18,13 +18,13 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 from ajedrez.domain.clocks import Clock, SystemClock
-from ajedrez.protocol import events as ev
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.framing import encode_reply
-from ajedrez.server.metrics import Metrics
+from ajedrez.espol import events as ev
+from ajedrez.service.metrics import Metrics
 from ajedrez.store.db import Database
 from ajedrez.store.events import EventReads
 
@@ -36,12 +36,27 @@ PENDING_LIMIT = 2000  # live events a catching-up stream holds; beyond, it reads
 CATCH_UP_RETRY_SECONDS = 1.0
 
 
-class Sink(Protocol):
-    """What a stream writes to: its connection."""
+class Mark(Enum):
+    """What a stream tells its client besides events, each with the cursor it stands at."""
 
-    def send_event(self, frame: bytes) -> bool:
-        """Write ``frame``; False when the client is not reading (the stream then waits
-        for :meth:`Stream.writable`)."""
+    CAUGHT_UP = "caught_up"  # every stored event up to the cursor was sent
+    GAP = "gap"  # the stream cannot go on from the cursor asked: it goes on after this one
+    HEARTBEAT = "heartbeat"  # the stream is alive (sent when idle)
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    mark: Mark
+    cursor: int
+
+
+class Sink(Protocol):
+    """What a stream writes to: its connection, which encodes what it is given."""
+
+    def send_event(self, item: Any) -> bool:
+        """Send ``item``: a stored event's row (id, at_ms, kind, data) or a
+        :class:`Marker`. False when the client is not reading (the stream then waits for
+        :meth:`Stream.writable`)."""
         ...
 
 
@@ -50,13 +65,6 @@ def _observer_change(row: Any) -> str | None:
     if row.kind not in (ev.INCORPORACION, ev.ABANDONO) or row.actor_id is None:
         return None
     return str(row.kind) if row.data.rsplit(":", 1)[-1] == "1" else None
-
-
-def event_frame(row: Any) -> bytes:
-    data = f"{row.id}:{row.at_ms}:{row.kind}"
-    if row.data:
-        data = f"{data}:{row.data}"
-    return encode_reply(Reply.V_EVENTO, data)
 
 
 class Hub:
@@ -259,7 +267,7 @@ class Stream:
             return
         gap = await self._gap()
         if gap is not None:
-            self._write(encode_reply(Reply.V_HUECO, str(gap)))
+            self._write(Marker(Mark.GAP, gap))
             self.sent = gap
         await self._catch_up()
 
@@ -318,7 +326,7 @@ class Stream:
         self._flush_pending()
         if self.is_live and not self.caught_up:
             self.caught_up = True
-            self._write(encode_reply(Reply.V_ALDIA, str(self.cursor)))
+            self._write(Marker(Mark.CAUGHT_UP, self.cursor))
 
     def _flush_pending(self) -> None:
         pending, self.pending = self.pending, []
@@ -344,19 +352,19 @@ class Stream:
     def beat(self, quiet_since: float) -> None:
         """A heartbeat, if nothing was written since ``quiet_since`` (loop time)."""
         if self.is_live and self.last_write <= quiet_since:
-            self._write(encode_reply(Reply.V_LATIDO, str(self.cursor)))
+            self._write(Marker(Mark.HEARTBEAT, self.cursor))
 
     def _send(self, row: Any) -> bool:
         if row.id <= self.sent:
             return True  # sent already (a catch-up page and a live event overlap)
         self.sent = row.id
         self.hub.metrics.event_sent(row.at_ms, self.hub.clock.now_ms(), live=self.is_live)
-        return self._write(event_frame(row))
+        return self._write(row)
 
-    def _write(self, frame: bytes) -> bool:
+    def _write(self, item: Any) -> bool:
         assert self.hub._loop is not None
         self.last_write = self.hub._loop.time()
-        if self.sink.send_event(frame):
+        if self.sink.send_event(item):
             return True
         self.stalled = True
         self.is_live = False

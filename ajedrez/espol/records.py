@@ -40,7 +40,7 @@ from ajedrez.domain.views import (
     LeaveStatus,
     MoveRecord,
 )
-from ajedrez.protocol.fields import format_fecha
+from ajedrez.espol.fields import format_fecha
 
 # The domain's values, as the records below carry them (one definition, in the domain).
 __all__ = [

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ajedrez.domain.event_kinds import *  # noqa: F403 (the kinds, defined in the domain)
 from ajedrez.domain.event_kinds import FIELDS
-from ajedrez.protocol.records import MalformedRecord
+from ajedrez.espol.records import MalformedRecord
 
 
 @dataclass(frozen=True)

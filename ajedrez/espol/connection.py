@@ -23,18 +23,18 @@ import socket
 from collections import deque
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.commands import Runs, runs
-from ajedrez.protocol.framing import OVERLONG, LineBuffer, encode_reply
-from ajedrez.server.espol import Outcome, Session, StreamAsk
-from ajedrez.server.metrics import command_name
-from ajedrez.server.stream import Stream
+from ajedrez.espol.codes import Reply
+from ajedrez.espol.commands import command_name, runs
+from ajedrez.espol.framing import OVERLONG, LineBuffer, encode_reply
+from ajedrez.espol.session import Outcome, Session, StreamAsk
+from ajedrez.espol.stream import stream_frame
+from ajedrez.service.frontend import Host, Turnaway
+from ajedrez.service.hub import Stream
+from ajedrez.service.throttle import LoginThrottle
+from ajedrez.service.work import Work
 from ajedrez.store.eager import when_done
-
-if TYPE_CHECKING:
-    from ajedrez.server.reactor import Reactor
 
 log = logging.getLogger("ajedrez.server")
 
@@ -43,9 +43,18 @@ _NO_SLOT, _QUEUED, _HOLDING, _CHECKING = range(4)
 _LINES_WHILE_LOGIN_WAITS = 8  # lines read ahead while a password check waits its turn
 
 
+# How ESPOL tells a client why the host turned it away (service/frontend.py).
+TURNAWAY_CODES = {
+    Turnaway.BUSY: Reply.E_BUSY,
+    Turnaway.ADDRESS_LIMIT: Reply.F_ADDRLIMIT,
+    Turnaway.LOGIN_TIMEOUT: Reply.F_LOGINTIME,
+}
+
+
 class Connection(asyncio.Protocol):
-    def __init__(self, reactor: Reactor) -> None:
-        self.reactor = reactor
+    def __init__(self, reactor: Host) -> None:
+        self.reactor = reactor  # the host: the process's listeners and their books
+        self.service = reactor.service
         self.lim = reactor.limits
         self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
@@ -73,6 +82,12 @@ class Connection(asyncio.Protocol):
         self.line_in: tuple[str, float] | None = None  # the running line's command, start
 
     @property
+    def _throttle(self) -> LoginThrottle:
+        throttle = self.service.throttle
+        assert throttle is not None  # a served front end's service throttles logins
+        return throttle
+
+    @property
     def idle(self) -> bool:
         """Waiting for the client, with nothing in progress or queued."""
         return not self.busy and not self.lines
@@ -91,7 +106,7 @@ class Connection(asyncio.Protocol):
         if refusal is not None:
             log.warning("refusing %s: %s", peer, refusal[1])
             self.closing = True
-            frame = encode_reply(*refusal)
+            frame = encode_reply(TURNAWAY_CODES[refusal[0]], refusal[1])
             self.reactor.metrics.replied([frame])
             transport.write(frame)
             transport.close()
@@ -103,10 +118,7 @@ class Connection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        r = self.reactor
-        self.session = Session(
-            r.accounts, r.games, r.moves, peer, self.address, r.throttle, r.subs_limit
-        )
+        self.session = Session(self.service, peer, self.address)
         self._arm_timer(self.lim.idle_timeout)
         self.grace_timer = self.loop.call_later(
             self.lim.login_grace, self._guarded, self._grace_over
@@ -171,11 +183,12 @@ class Connection(asyncio.Protocol):
 
     # -- the event stream (EVEN) -------------------------------------------------------
 
-    def send_event(self, frame: bytes) -> bool:
-        """Write one event (``stream.Sink``); False once the client stops reading."""
+    def send_event(self, item: Any) -> bool:
+        """Write one event or mark of the stream (``hub.Sink``); False once the client
+        stops reading."""
         if self.closing or self.transport is None or self.transport.is_closing():
             return True  # going away: nothing to catch up
-        self.transport.write(frame)
+        self.transport.write(stream_frame(item))
         return not self.write_paused
 
     def _open_stream(self, ask: StreamAsk) -> None:
@@ -204,7 +217,7 @@ class Connection(asyncio.Protocol):
             assert isinstance(item, bytes)
             self.line_in = (command_name(item), self.loop.time())
             where = runs(item)
-            if where in (Runs.LOOP, Runs.QUEUE):
+            if where in (Work.LOOP, Work.QUEUE):
                 if self._answer(session.handle_line(item)):
                     continue
                 return
@@ -231,7 +244,7 @@ class Connection(asyncio.Protocol):
         self._wait(later.work, partial(session.settled, later))
         return False
 
-    def _start_in_thread(self, session: Session, line: bytes, where: Runs) -> None:
+    def _start_in_thread(self, session: Session, line: bytes, where: Work) -> None:
         self.busy = True
         user = session.login_attempt(line)
         if user is None:
@@ -239,7 +252,7 @@ class Connection(asyncio.Protocol):
             return
         self.login = (line, user)
         self.login_state = _QUEUED
-        if self.reactor.throttle.enter(session.address, self.slot_waiter):
+        if self._throttle.enter(session.address, self.slot_waiter):
             self._slot_ready()
         else:
             self._flow()
@@ -255,7 +268,7 @@ class Connection(asyncio.Protocol):
             self.busy = False
             return
         line, user = self.login
-        throttle = self.reactor.throttle
+        throttle = self._throttle
         delay = throttle.wait(session.address, user)
         if delay > 0:
             log.info("delaying a login of %r from %s by %.1f s", user, session.peer, delay)
@@ -268,7 +281,7 @@ class Connection(asyncio.Protocol):
         # The slot is given up before the reply leaves and the next line runs: a pipelined
         # line that checks a password again (UNSU after PASS) must find it free.
         self._in_thread(
-            session, line, Runs.PASSWORD, before_reply=lambda: self._drop_login(checked=True)
+            session, line, Work.PASSWORD, before_reply=lambda: self._drop_login(checked=True)
         )
 
     def _drop_login(self, *, checked: bool = False) -> None:
@@ -282,7 +295,7 @@ class Connection(asyncio.Protocol):
             self.login_timer.cancel()
             self.login_timer = None
         self.login = None
-        throttle = self.reactor.throttle
+        throttle = self._throttle
         if state == _QUEUED:
             throttle.cancel(self.address, self.slot_waiter)
         elif state in (_HOLDING, _CHECKING):
@@ -292,10 +305,10 @@ class Connection(asyncio.Protocol):
         self,
         session: Session,
         line: bytes,
-        where: Runs,
+        where: Work,
         before_reply: Callable[[], None] | None = None,
     ) -> None:
-        work = self.loop.run_in_executor(self.reactor.pools[where], session.handle_line, line)
+        work = self.loop.run_in_executor(self.service.pools[where], session.handle_line, line)
 
         def outcome(done: asyncio.Future[Outcome]) -> Outcome:
             if before_reply is not None:
@@ -378,16 +391,16 @@ class Connection(asyncio.Protocol):
             return
         log.info("closing %s: no login within %g s", self.who(), self.lim.login_grace)
         self.drop(
-            Reply.F_LOGINTIME,
+            Turnaway.LOGIN_TIMEOUT,
             f"no login within {self.lim.login_grace:g} s of connecting; closing",
         )
 
-    def drop(self, code: Reply, reason: str) -> None:
+    def drop(self, why: Turnaway, reason: str) -> None:
         """End the session at once with one reply saying why; a command in progress
         completes unanswered."""
         if self.closing or self.transport is None:
             return
-        frame = encode_reply(code, reason)
+        frame = encode_reply(TURNAWAY_CODES[why], reason)
         self.reactor.metrics.replied([frame])
         self.transport.write(frame)
         self.close()

@@ -1,5 +1,5 @@
-"""The command table: per command its fields, whether it needs a login, where it runs,
-and its help line.
+"""The command table: per command its fields, whether it needs a login, where it runs
+(the service's choice for the operation it calls: ``service/work.py``), and its help line.
 
 Checked in one place (:func:`parse_args`) before dispatch, so handlers only ever see
 well-formed values; the transport reads :attr:`Spec.runs` to decide where a line runs.
@@ -9,37 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
-from ajedrez.protocol import fields as v
-from ajedrez.protocol.codes import Reply
-from ajedrez.protocol.framing import Line, LineError
+from ajedrez.espol import fields as v
+from ajedrez.espol.codes import Reply
+from ajedrez.espol.framing import Line, LineError
+from ajedrez.service.work import Work, work_of
 
 Parser = Callable[[str], Any]
-
-
-class Runs(Enum):
-    """Where the transport runs a command (one dispatcher acts on it: server/connection.py).
-
-    LOOP: on the event loop, answered at once; it touches no database (EVEN hands the
-    connection to the process's event hub, which reads the store). A line that is not a
-    known command runs here too, as its answer is an error built on the spot.
-    QUEUE: on the event loop, its handler hands the store one unit of work (a read of a
-    game, a move) and the reply leaves when the store has done it. These are what a
-    waiting player sends after every move; a thread hand-off would cost more than they do.
-    THREAD: on a command thread; the handler may block on the database.
-    PASSWORD: on the few threads that run the (deliberately slow) password hash, after
-    the login throttle lets it (PASS, UNSU).
-    SUBSCRIPTION: on the threads that hash SUBS's passwords, so a flood of requests
-    never takes a login's turn.
-    """
-
-    LOOP = "loop"
-    QUEUE = "queue"
-    THREAD = "thread"
-    PASSWORD = "password"
-    SUBSCRIPTION = "subscription"
 
 
 @dataclass(frozen=True)
@@ -49,7 +26,7 @@ class Spec:
     login: bool
     summary: str
     optional: int = 0  # how many trailing fields may be left out
-    runs: Runs = Runs.THREAD
+    runs: Work = Work.THREAD
     rest: bool = False  # the last field is the rest of the line, ':' and all (CHAT)
 
     @property
@@ -66,7 +43,7 @@ def _spec(
     summary: str,
     *fields: tuple[str, Parser],
     optional: int = 0,
-    runs: Runs = Runs.THREAD,
+    runs: Work = Work.THREAD,
     rest: bool = False,
 ) -> Spec:
     return Spec(name, fields, login, summary, optional, runs, rest)
@@ -88,7 +65,7 @@ SPECS: dict[str, Spec] = {
             False,
             "finish the login with your password",
             ("password", v.password),
-            runs=Runs.PASSWORD,
+            runs=work_of("log_in"),
         ),
         _spec(
             "SUBS",
@@ -97,7 +74,7 @@ SPECS: dict[str, Spec] = {
             ("usuario", v.usuario),
             ("password", v.password),
             ("comentario", v.comentario),
-            runs=Runs.SUBSCRIPTION,
+            runs=work_of("sign_up"),
         ),
         _spec(
             "HELP",
@@ -105,9 +82,9 @@ SPECS: dict[str, Spec] = {
             "this list, or one command's syntax",
             ("comando", v.help_topic),
             optional=1,
-            runs=Runs.LOOP,
+            runs=work_of("help"),
         ),
-        _spec("QUIT", False, "end the session (no reply)", runs=Runs.LOOP),
+        _spec("QUIT", False, "end the session (no reply)", runs=work_of("quit")),
         _spec(
             "JUEG",
             True,
@@ -154,14 +131,14 @@ SPECS: dict[str, Spec] = {
         ),
         _spec("JAUT", True, "active users admitted or changed since fecha (0 = all)", _FECHA),
         _spec("SRNK", True, "the ten users with most won games"),
-        _spec("STAT", True, "the status of one of your games", _PARTIDA, runs=Runs.QUEUE),
+        _spec("STAT", True, "the status of one of your games", _PARTIDA, runs=work_of("game")),
         _spec(
             "SPAR",
             True,
             "the moves of one of your games after #jugada (0 = all)",
             _PARTIDA,
             ("#jugada", v.ply),
-            runs=Runs.QUEUE,
+            runs=work_of("moves"),
         ),
         _spec(
             "JGDA",
@@ -173,7 +150,7 @@ SPECS: dict[str, Spec] = {
             ("reverso", v.reverso),
             ("posicion", v.posicion),
             ("promocion", v.promocion),
-            runs=Runs.QUEUE,
+            runs=work_of("move"),
         ),
         _spec("TBLS", True, "offer your opponent a draw", _PARTIDA, _DESTINO),
         _spec(
@@ -215,7 +192,7 @@ SPECS: dict[str, Spec] = {
             "stream your events after cursor (left out: from now on); commands still work",
             ("cursor", v.cursor),
             optional=1,
-            runs=Runs.LOOP,
+            runs=work_of("stream"),
         ),
         _spec("OBSV", True, "observe a game: its events reach your stream (EVEN)", _PARTIDA),
         _spec("OBSF", True, "stop observing a game", _PARTIDA),
@@ -267,7 +244,7 @@ SPECS: dict[str, Spec] = {
             "close your account (your active games are lost)",
             ("usuario", v.usuario),
             ("password", v.password),
-            runs=Runs.PASSWORD,
+            runs=work_of("close_account"),
         ),
     )
 }
@@ -280,14 +257,14 @@ def lookup(code: str) -> Spec | None:
     return SPECS.get(ALIASES.get(code, code))
 
 
-def runs(raw: bytes) -> Runs:
+def runs(raw: bytes) -> Work:
     """Where the line ``raw`` runs: its command's ``runs``, read from the code alone
     (the line is parsed when it runs). A line that names no command runs on the loop."""
     code = raw[:4]
     if len(raw) > 4 and raw[4:5] != b":":
-        return Runs.LOOP
+        return Work.LOOP
     spec = lookup(code.decode("ascii", "replace"))
-    return spec.runs if spec is not None else Runs.LOOP
+    return spec.runs if spec is not None else Work.LOOP
 
 
 def parse_args(spec: Spec, line: Line) -> list[Any]:
@@ -321,3 +298,13 @@ def help_text(topic: str = "") -> list[str]:
     if not topic:
         lines.append("TBLs and RTBS are accepted as TBLS and RTBL. See docs/protocol.md.")
     return lines
+
+
+def command_name(line: bytes) -> str:
+    """The label of a request line: its command's name, or ``unknown`` (so that what a
+    client sends can never make new labels)."""
+    code = line.split(b":", 1)[0].strip()
+    if len(code) > 8:
+        return "unknown"
+    spec = lookup(code.decode("ascii", "replace"))
+    return spec.name if spec is not None else "unknown"

@@ -1,0 +1,140 @@
+"""The service every front end calls: accounts (log in, sign up, close), the limits on
+them (the login throttle, sign-ups per address), the command threads, and the retry of
+work the database rolled back. A login gives a :class:`~ajedrez.service.player.Player`,
+whose operations are awaitable.
+
+A front end parses its wire format, calls the service, and encodes what comes back
+(values of ``domain/views.py``, or a :class:`~ajedrez.domain.errors.Failure` with its
+:class:`~ajedrez.domain.errors.Refusal`). Where an operation runs is the service's
+choice (``work.py``); the methods here that block are called on that pool.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from ajedrez.domain.accounts import Accounts, Caller
+from ajedrez.domain.errors import Failure, Refusal, TransientStorageError, retrying
+from ajedrez.domain.games import Games
+from ajedrez.domain.rules import plays
+from ajedrez.domain.values import game_name
+from ajedrez.service.ratelimit import RateLimit
+from ajedrez.service.throttle import LoginThrottle
+from ajedrez.service.work import Work
+from ajedrez.store.moves import Moves
+
+log = logging.getLogger("ajedrez.session")
+
+T = TypeVar("T")
+
+
+class Service:
+    def __init__(
+        self,
+        accounts: Accounts,
+        games: Games,
+        moves: Moves,
+        *,
+        throttle: LoginThrottle | None = None,
+        signups: RateLimit | None = None,
+        command_threads: int = 16,
+        password_threads: int = 2,
+        subscription_threads: int = 1,
+    ) -> None:
+        self.accounts = accounts
+        self.games = games
+        self.moves = moves
+        self.throttle = throttle
+        self.signups = signups  # sign-up requests per client address
+        self.pools = {
+            Work.THREAD: ThreadPoolExecutor(command_threads, thread_name_prefix="command"),
+            # Password hashes run in their own few threads: that caps the argon2 work at
+            # once (19 MiB each), and glibc keeps a freed argon2 buffer in the arena of
+            # the thread that used it, so few threads also means little memory kept
+            # (bench/idle.py: ~345 MiB of arenas when every command thread may hash).
+            Work.PASSWORD: ThreadPoolExecutor(password_threads, thread_name_prefix="password"),
+            # Sign-ups hash in threads of their own: a flood never takes a login's turn.
+            Work.SUBSCRIPTION: ThreadPoolExecutor(
+                subscription_threads, thread_name_prefix="subscription"
+            ),
+        }
+
+    def shutdown(self) -> None:
+        """Wait for the operations running on the pools; drop those not started."""
+        for pool in self.pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def retrying(self, work: Callable[[], T], what: str, who: str) -> T:
+        """``work``, run again if the database rolled it back to break a deadlock."""
+
+        def again(e: TransientStorageError) -> None:
+            log.info("retrying %s for %s after: %s", what, who, e)
+
+        return retrying(work, again)
+
+    # -- accounts -------------------------------------------------------------------------
+
+    def check_user(self, name: str, peer: str) -> None:
+        """The first step of a login: is there an active user of that name?"""
+        try:
+            self.accounts.check_active(name)
+        except Failure:
+            log.info("login refused for unknown or inactive user %r from %s", name, peer)
+            raise
+
+    def log_in(self, name: str, password: str, address: str, peer: str) -> Caller:
+        """Check a password (on the password pool, once the login gate lets it); a wrong
+        one counts against the address and the name (``throttle.py``)."""
+        try:
+            caller = self.accounts.login(name, password)
+        except Failure as f:
+            log.warning("failed login for %r from %s", name, peer)
+            if self.throttle is not None and f.kind is Refusal.WRONG_PASSWORD:
+                self.throttle.failed(address, name)
+            raise
+        if self.throttle is not None:
+            self.throttle.succeeded(address, caller.name)
+        log.info("login %s@%s", caller.name, peer)
+        return caller
+
+    def sign_up(self, name: str, password: str, comment: str, address: str, peer: str) -> None:
+        """Ask the administrator for an account; a few requests per address at most."""
+        if self.signups is not None:
+            wait = self.signups.allow(address)
+            if wait > 0:
+                log.warning("subscription request for %r from %s refused: rate", name, peer)
+                raise Failure(
+                    Refusal.SIGNUP_RATE,
+                    f"too many subscription requests from your address; try again in "
+                    f"{max(1, round(wait / 60))} minute(s)",
+                )
+        self.accounts.subscribe(name, password, comment, address)
+        log.info("subscription request for %r from %s", name, peer)
+
+    def close_account(
+        self, caller: Caller, name: str, password: str, address: str, peer: str
+    ) -> None:
+        """Close the caller's own account. A wrong password here is a failed login:
+        throttled and logged, so a logged-in session is no faster a password oracle."""
+        try:
+            self.accounts.unsubscribe(caller, name, password)
+        except Failure as f:
+            if f.kind is Refusal.WRONG_PASSWORD:
+                log.warning("failed login (UNSU) for %r from %s", caller.name, peer)
+                if self.throttle is not None:
+                    self.throttle.failed(address, caller.name)
+            raise
+        log.info("account closed by its user %s@%s", caller.name, peer)
+
+
+def watches(rows: list[Any], caller_id: int) -> bool:
+    """Whether a read of a game (its rows: none when there is no such game) is the
+    caller's as an observer, which the service then checks (``not_watching``)."""
+    return bool(rows) and not plays(rows[0], caller_id)
+
+
+def not_watching(game_id: int) -> Failure:
+    return Failure(Refusal.NOT_A_PLAYER, f"you neither play in nor observe {game_name(game_id)}")
