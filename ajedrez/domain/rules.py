@@ -15,6 +15,7 @@ import chess
 
 from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.fen import position_fen
+from ajedrez.domain.text import shown
 from ajedrez.domain.values import (
     REQ_OFFER,
     STATUS_ACTIVE,
@@ -254,6 +255,24 @@ def plan_move(
         fen if irreversible else row.base_fen,
         board.outcome(claim_draw=False),
     )
+
+
+def move_from_uci(ply: int, uci: str) -> MoveRecord:
+    """A move given in UCI (``e2e4``, ``e7e8q``) as the record every move is played as:
+    its squares' codes and promotion piece filled in, reverso 0."""
+    try:
+        move = chess.Move.from_uci(uci)
+    except ValueError:
+        move = chess.Move.null()
+    if not move or (move.promotion is not None and move.promotion not in PROMOTION_CODES):
+        raise Failure(
+            Refusal.INVALID,
+            f"invalid move '{shown(uci)}': from-square, to-square and a promotion piece "
+            "if any, lowercase, like e2e4 or e7e8q",
+        )
+    squares = square_code(move.from_square) + square_code(move.to_square)
+    promotion = 0 if move.promotion is None else PROMOTION_CODES[move.promotion]
+    return MoveRecord(ply, uci[:4], 0, squares, promotion)
 
 
 def replay(base_fen: str | None, moves: list[chess.Move]) -> chess.Board:

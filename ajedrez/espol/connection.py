@@ -32,14 +32,12 @@ from ajedrez.espol.session import Outcome, Session, StreamAsk
 from ajedrez.espol.stream import stream_frame
 from ajedrez.service.frontend import Host, Turnaway
 from ajedrez.service.hub import Stream
+from ajedrez.service.login import LoginGate
 from ajedrez.service.throttle import LoginThrottle
-from ajedrez.service.work import Work
-from ajedrez.store.eager import when_done
+from ajedrez.service.work import Work, when_done
 
 log = logging.getLogger("ajedrez.server")
 
-# Where a connection's password check stands (Connection.login_state).
-_NO_SLOT, _QUEUED, _HOLDING, _CHECKING = range(4)
 _LINES_WHILE_LOGIN_WAITS = 8  # lines read ahead while a password check waits its turn
 
 
@@ -72,11 +70,8 @@ class Connection(asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None
         self.timer_due = 0.0
         # A password check (PASS, UNSU) and its place in the address's queue: see throttle.py.
-        self.login: tuple[bytes, str] | None = None  # the line and the name it tries
-        self.login_state = _NO_SLOT
-        self.login_timer: asyncio.TimerHandle | None = None
-        self.slot_waiter = lambda: self._guarded(self._slot_ready)
-        self.grace_timer: asyncio.TimerHandle | None = None
+        self.gate: LoginGate | None = None  # the login's grace and password checks' turns
+        self.login_line = b""  # the line of the password check waiting its turn
         self.stream: Stream | None = None  # EVEN: this connection streams events
         self.protocol = "espol"  # its label in the metrics: espol or espol-tls
         self.line_in: tuple[str, float] | None = None  # the running line's command, start
@@ -120,9 +115,10 @@ class Connection(asyncio.Protocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.session = Session(self.service, peer, self.address)
         self._arm_timer(self.lim.idle_timeout)
-        self.grace_timer = self.loop.call_later(
-            self.lim.login_grace, self._guarded, self._grace_over
+        self.gate = LoginGate(
+            self._throttle, self.address, self.loop, self._guarded, self.reactor.metrics
         )
+        self.gate.start_grace(self.lim.login_grace, self._grace_over)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if exc is not None:
@@ -130,9 +126,9 @@ class Connection(asyncio.Protocol):
         self.closing = True
         if self.timer is not None:
             self.timer.cancel()
-        if self.grace_timer is not None:
-            self.grace_timer.cancel()
-        self._drop_login()
+        if self.gate is not None:
+            self.gate.clear_grace()
+            self.gate.drop()
         if self.stream is not None:
             self.reactor.hub.close(self.stream)
             self.stream = None
@@ -158,13 +154,13 @@ class Connection(asyncio.Protocol):
         """The client sent all it will: answer what it sent, then close. Over TLS the
         transport closes at once whatever this returns (as with asyncio's streams)."""
         self.eof = True
-        if self.login_state in (_QUEUED, _HOLDING):
+        if self.gate is not None and self.gate.waiting:
             # A password check that has to wait, from a client that has sent all it will:
             # it is taken for gone, as a client that closes is indistinguishable from one
             # that only half-closes. Its place goes to the next at once. A login that need
             # not wait (a clean address) runs even after the client's EOF.
             log.info("dropping a delayed login from %s: the client closed its side", self.who())
-            self._drop_login()
+            self.gate.drop()
             self.busy = False
             self.close()
             return False
@@ -250,56 +246,25 @@ class Connection(asyncio.Protocol):
         if user is None:
             self._in_thread(session, line, where)
             return
-        self.login = (line, user)
-        self.login_state = _QUEUED
-        if self._throttle.enter(session.address, self.slot_waiter):
-            self._slot_ready()
-        else:
-            self._flow()
-
-    def _slot_ready(self) -> None:
-        """This connection holds its address's login slot: wait out the delay, then check."""
-        session = self.session
-        assert session is not None and self.login is not None
-        self.login_state = _HOLDING
-        self.login_timer = None
-        if self.closing:  # the client left, or the stop's grace ran out, while it queued
-            self._drop_login()
-            self.busy = False
-            return
-        line, user = self.login
-        throttle = self._throttle
-        delay = throttle.wait(session.address, user)
-        if delay > 0:
-            log.info("delaying a login of %r from %s by %.1f s", user, session.peer, delay)
-            self.reactor.metrics.login_delayed(delay)
-            self.login_timer = self.loop.call_later(delay, self.slot_waiter)
-            self._flow()
-            return
-        throttle.checking(session.address, user)
-        self.login_state = _CHECKING
-        # The slot is given up before the reply leaves and the next line runs: a pipelined
-        # line that checks a password again (UNSU after PASS) must find it free.
-        self._in_thread(
-            session, line, Work.PASSWORD, before_reply=lambda: self._drop_login(checked=True)
+        assert self.gate is not None
+        self.login_line = line
+        self.gate.request(
+            user, session.peer, self._check_password, lambda: self.closing, self._login_dropped
         )
+        if self.gate.waiting:
+            self._flow()
 
-    def _drop_login(self, *, checked: bool = False) -> None:
-        """Give up this connection's place in its address's login queue, if it has one.
-        A check already running keeps the slot until it is done (``checked``), so that a
-        client leaving mid-check does not let the next guess run beside it."""
-        if self.login_state == _CHECKING and not checked:
-            return
-        state, self.login_state = self.login_state, _NO_SLOT
-        if self.login_timer is not None:
-            self.login_timer.cancel()
-            self.login_timer = None
-        self.login = None
-        throttle = self._throttle
-        if state == _QUEUED:
-            throttle.cancel(self.address, self.slot_waiter)
-        elif state in (_HOLDING, _CHECKING):
-            throttle.leave(self.address)
+    def _check_password(self) -> None:
+        """The login gate lets this connection's password check run."""
+        session, gate = self.session, self.gate
+        assert session is not None and gate is not None
+        line, self.login_line = self.login_line, b""
+        self._in_thread(session, line, Work.PASSWORD, before_reply=gate.done)
+
+    def _login_dropped(self) -> None:
+        """The client left while its password check waited: nothing runs."""
+        self.login_line = b""
+        self.busy = False
 
     def _in_thread(
         self,
@@ -341,7 +306,8 @@ class Connection(asyncio.Protocol):
             return
         # While a password check waits its turn, reading goes on (up to a few lines), so
         # that a client who leaves is noticed and its place given up at once.
-        allowed = _LINES_WHILE_LOGIN_WAITS if self.login_state in (_QUEUED, _HOLDING) else 0
+        login_waits = self.gate is not None and self.gate.waiting
+        allowed = _LINES_WHILE_LOGIN_WAITS if login_waits else 0
         waiting = len(self.lines) > allowed or self.write_paused
         if waiting and not self.reading_paused:
             self.reading_paused = True
@@ -367,9 +333,7 @@ class Connection(asyncio.Protocol):
         self.buffer.max_line = (
             self.lim.max_line if session.logged_in else self.lim.max_line_before_login
         )
-        if session.logged_in and self.grace_timer is not None:
-            self.grace_timer.cancel()
-            self.grace_timer = None
+        if session.logged_in and self.gate is not None and self.gate.logged_in():
             self.reactor.authenticated(self)
         if outcome.close or self.reactor.stopping:
             self.close()
@@ -385,7 +349,8 @@ class Connection(asyncio.Protocol):
     # -- closing and timeouts ----------------------------------------------------------
 
     def _grace_over(self) -> None:
-        self.grace_timer = None
+        if self.gate is not None:
+            self.gate.clear_grace()
         session = self.session
         if self.closing or session is None or session.logged_in:
             return

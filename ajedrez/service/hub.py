@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
+from ajedrez.domain import event_kinds as ev
 from ajedrez.domain.clocks import Clock, SystemClock
-from ajedrez.espol import events as ev
 from ajedrez.service.metrics import Metrics
 from ajedrez.store.db import Database
 from ajedrez.store.events import EventReads

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from ajedrez.domain.accounts import Caller
 from ajedrez.domain.games import moves_of, status_of
 from ajedrez.domain.live import ChatLine
+from ajedrez.domain.rules import move_from_uci
 from ajedrez.domain.views import ClockStatus, GameStatus, GameSummary, LeaveStatus, MoveRecord
 from ajedrez.service.service import Service, not_watching, watches
 from ajedrez.service.work import Work
@@ -69,6 +70,19 @@ class Player:
 
     # -- reads -----------------------------------------------------------------------------
 
+    async def challengers_since(self, since: int) -> tuple[int, list[tuple[str, str]]]:
+        """(a stamp to ask from next, (who, time control) of challenges received since)."""
+        games = self.service.games
+        return await self._thread("challengers", lambda: games.challengers_since(self.id, since))
+
+    async def removals_since(self, since: int) -> tuple[int, list[tuple[str, str]]]:
+        games = self.service.games
+        return await self._thread("removals", lambda: games.removals_since(self.id, since))
+
+    async def users_since(self, since: int) -> tuple[int, list[str]]:
+        accounts = self.service.accounts
+        return await self._thread("users", lambda: accounts.active_users_since(since))
+
     async def games_since(self, since: int) -> tuple[int, list[GameSummary]]:
         return await self._thread("games", lambda: self.service.games.games_since(self.id, since))
 
@@ -110,6 +124,10 @@ class Player:
         refused = await self.service.moves.play(self.id, game_id, move)
         if refused is not None:
             raise refused
+
+    async def play(self, game_id: int, ply: int, uci: str) -> None:
+        """Play the move ``uci`` (``e2e4``, ``e7e8q``) as the game's ply ``ply``."""
+        await self.move(game_id, move_from_uci(ply, uci))
 
     async def offer_draw(self, game_id: int, opponent: str) -> None:
         games = self.service.games
@@ -168,6 +186,19 @@ class Player:
         """Post a seek; the new game's id when it paired at once."""
         live = self.service.games.live
         return await self._thread("seek", lambda: live.seek(self.id, control, private))
+
+    async def seeks(self) -> list[tuple[str, str]]:
+        """(who, time control) of every waiting seek."""
+        return await self._thread("seeks", self.service.games.live.seeks)
+
+    async def unseek(self, control: str | None = None) -> int:
+        """Withdraw the caller's seek of ``control`` (None: all of them); how many."""
+        live = self.service.games.live
+        return await self._thread("unseek", lambda: live.unseek(self.id, control))
+
+    async def observers(self, game_id: int) -> list[str]:
+        live = self.service.games.live
+        return await self._thread("observers", lambda: live.observers(self.id, game_id))
 
     async def hints(self, game_id: int, square: str) -> list[str]:
         live = self.service.games.live

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from ajedrez.store import eager
+
 
 class Work(Enum):
     LOOP = "loop"
@@ -42,3 +44,8 @@ WORK: dict[str, Work] = {
 
 def work_of(operation: str) -> Work:
     return WORK.get(operation, Work.THREAD)
+
+
+# A callback as soon as an operation's work is done: for the store's queued work, from the
+# code that completes it, a turn of the loop sooner than asyncio would (store/eager.py).
+when_done = eager.when_done
