@@ -17,6 +17,7 @@ from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.errors import Conflict, Failure, Refusal
 from ajedrez.domain.export import LEFT_SERVICE, game_pgn
 from ajedrez.domain.fen import position_fen
+from ajedrez.domain.finish import finish, timed_out
 from ajedrez.domain.live import (
     OBSERVERS,
     PLAYERS,
@@ -28,7 +29,7 @@ from ajedrez.domain.live import (
 )
 from ajedrez.domain.ports import GameRecord, Store, StoreTx
 from ajedrez.domain.timecontrol import TimeControl, control_name, parse_control
-from ajedrez.domain.timekeeping import Timekeeping, flag, timed_out
+from ajedrez.domain.timekeeping import Timekeeping
 from ajedrez.domain.values import (
     BLACK,
     OBSERVER,
@@ -247,7 +248,7 @@ class Games:
             tx.emit(events.draw_answered(now, row, game_id, me, accept))
             if accept:
                 values = {rules.req_field(color): REQ_ACCEPT}
-                _finish(tx, row, WINNER_DRAW, "agreement", now, **values)
+                finish(tx, row.id, row, WINNER_DRAW, "agreement", now, **values)
             else:
                 to_move = color_of_ply(row.next_ply)
                 clock = _handed_over(row, to_move, now)
@@ -278,7 +279,7 @@ class Games:
                     f"only {board.halfmove_clock // 2} moves by each side have passed "
                     "without a capture or pawn move (50 needed)",
                 )
-            _finish(tx, row, WINNER_DRAW, rules.ending_name(reason), now)
+            finish(tx, row.id, row, WINNER_DRAW, rules.ending_name(reason), now)
 
         self._act(caller_id, game_id, opponent, claim)
 
@@ -297,8 +298,8 @@ class Games:
             if not clocks.expired(row, now, self.clock_rules):
                 action(tx, row, color, now)
                 return
-            reason = flag(tx, game_id, row, now)
-        raise timed_out(game_id, reason, clocks.waiting_color(row) == color)
+            refused = timed_out(tx, game_id, row, now, color)
+        raise refused  # once the end on time is committed
 
     # -- takeback ----------------------------------------------------------------------
 
@@ -518,15 +519,7 @@ def _forfeit(tx: StoreTx, row: GameRecord, color: str, reason: str, now: int) ->
     winner = WINNER_BLACK if color == WHITE else WINNER_WHITE
     leaver = row.white_id if color == WHITE else row.black_id
     tx.emit(events.player_left(now, row, row.id, (leaver, _name(row, color))))
-    _finish(tx, row, winner, reason, now, **{rules.req_field(color): REQ_RESIGN})
-
-
-def _finish(
-    tx: StoreTx, row: GameRecord, winner: int, reason: str, now: int, **values: object
-) -> None:
-    """End the game (``Tx.finish_game``) and tell its players and observers."""
-    tx.finish_game(row.id, row, winner, reason, **values)
-    tx.emit(events.game_ended(now, row, row.id, winner, reason))
+    finish(tx, row.id, row, winner, reason, now, **{rules.req_field(color): REQ_RESIGN})
 
 
 def _name(row: GameRecord, color: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ajedrez.domain import clocks, events, rules
 from ajedrez.domain.clocks import Clock, ClockRules
 from ajedrez.domain.errors import Failure, Refusal
+from ajedrez.domain.finish import finish_on_time
 from ajedrez.domain.live import reader_color
 from ajedrez.domain.ports import GameRecord, Store, StoreTx
 from ajedrez.domain.timecontrol import DAY_MS, control_name, format_duration
@@ -16,21 +17,6 @@ from ajedrez.domain.values import BLACK, WHITE
 from ajedrez.domain.views import NO_CLOCK_RUNS, ClockStatus, LeaveStatus
 
 FLAG_BATCH = 200  # games ended on time in one transaction
-
-
-def flag(tx: StoreTx, game_id: int, row: clocks.ClockGameRow, now_ms: int) -> str:
-    """End the game on time (as the scheduler's pass does). Returns the end reason."""
-    winner, reason = clocks.timeout_result(row, row.fen)
-    tx.finish_timed_out([(game_id, row, winner, reason)])
-    tx.emit(events.game_ended(now_ms, row, game_id, winner, reason))
-    return reason
-
-
-def timed_out(game_id: int, reason: str, mine: bool) -> Failure:
-    whose = "your" if mine else "your opponent's"
-    return Failure(
-        Refusal.GAME_OVER, f"{whose} time ran out: {rules.pid(game_id)} is finished ({reason})"
-    )
 
 
 class Timekeeping:
@@ -54,15 +40,12 @@ class Timekeeping:
         if not self.rules.may_flag(now):
             return []
         with self.store.writing() as tx:
-            endings = [
-                (row.id, row, *clocks.timeout_result(row, row.fen))
+            due = [
+                (row.id, row)
                 for row in tx.due_games(now, limit)
                 if clocks.expired(row, now, self.rules)
             ]
-            tx.finish_timed_out(endings)
-            for game_id, row, winner, reason in endings:
-                tx.emit(events.game_ended(now, row, game_id, winner, reason))
-        return [(game_id, reason) for game_id, _row, _winner, reason in endings]
+            return finish_on_time(tx, due, now)
 
     def next_warning(self) -> int | None:
         """The earliest clock warning due (ms), found by its index."""
