@@ -4,6 +4,8 @@ under test. Each test has a database of its own, so the counts are exact."""
 
 from __future__ import annotations
 
+import gzip
+import http.client
 import os
 import re
 import socket
@@ -97,6 +99,55 @@ def monitored(request: pytest.FixtureRequest, own_db: tuple[str, Database]) -> I
 def test_healthz_says_ok_while_the_database_answers_at_head(monitored: Monitored) -> None:
     assert monitored.get("/healthz") == (200, "ok\n")
     assert monitored.get("/nothing")[0] == 404
+
+
+def _request(
+    m: Monitored, method: str, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    host, port = m.base.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request(method, path, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def test_the_listener_answers_in_plain_text_to_what_it_does_not_serve(
+    own_db: tuple[str, Database],
+) -> None:
+    """404 and 405 in its own words, HEAD as GET without the body, /metrics in the
+    format and encoding the scraper asks for."""
+    plain = "text/plain; charset=utf-8"
+    for m in _monitored(own_db):
+        status, headers, body = _request(m, "GET", "/healthz")
+        assert (status, headers["content-type"], body) == (200, plain, b"ok\n")
+        status, headers, body = _request(m, "HEAD", "/healthz")
+        assert (status, headers["content-type"], body) == (200, plain, b"")
+        assert _request(m, "GET", "/healthz?from=lb")[2] == b"ok\n"
+
+        status, headers, body = _request(m, "GET", "/nothing")
+        assert (status, headers["content-type"]) == (404, plain)
+        assert body == b"not found: try /healthz or /metrics\n"
+        assert _request(m, "HEAD", "/nothing")[0] == 404
+
+        for method, path in [("POST", "/healthz"), ("PUT", "/metrics"), ("DELETE", "/x")]:
+            status, headers, body = _request(m, method, path)
+            assert (status, headers["allow"], body) == (405, "GET, HEAD", b"only GET and HEAD\n")
+
+        status, headers, body = _request(m, "HEAD", "/metrics")
+        assert (status, body) == (200, b"")
+        assert headers["content-type"].startswith("text/plain; version=0.0.4")
+        status, headers, body = _request(m, "GET", "/metrics", {"Accept-Encoding": "gzip"})
+        assert (status, headers["content-encoding"]) == (200, "gzip")
+        assert b"ajedrez_moves_committed_total" in gzip.decompress(body)
+        accept = {"Accept": "application/openmetrics-text; version=1.0.0"}
+        status, headers, body = _request(m, "GET", "/metrics", accept)
+        assert headers["content-type"].startswith("application/openmetrics-text")
+        assert body.endswith(b"# EOF\n")
+        assert "health and metrics" in m.srv.log_text()
+        assert "GET /healthz" not in m.srv.log_text()  # no access log
 
 
 def test_one_scrape_counts_what_every_process_did(monitored: Monitored) -> None:
