@@ -4,6 +4,7 @@ under test. Each test has a database of its own, so the counts are exact."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import http.client
 import os
@@ -21,6 +22,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import create_engine, make_url, text
 
 from ajedrez.domain.accounts import Accounts
+from ajedrez.server.monitor import Checks, WebServer, monitor_app
+from ajedrez.server.prefork import open_listener
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import head_revision, upgrade
 from tests.support.common import PASSWORD, unique_name, wait_for
@@ -148,6 +151,38 @@ def test_the_listener_answers_in_plain_text_to_what_it_does_not_serve(
         assert body.endswith(b"# EOF\n")
         assert "health and metrics" in m.srv.log_text()
         assert "GET /healthz" not in m.srv.log_text()  # no access log
+
+
+def test_the_listener_serves_on_a_running_loop_too(tmp_path: Path) -> None:
+    """What another HTTP front end reuses: the monitor's application on the caller's loop,
+    a health check that raises answered as a failure, and a stop that lets the port go."""
+
+    def broken() -> tuple[bool, str]:
+        raise RuntimeError("no database here\nsecond line")
+
+    async def scenario() -> tuple[int, str]:
+        checks = Checks(broken, str(tmp_path))
+        server = WebServer(monitor_app(checks), open_listener("127.0.0.1", 0, 8))
+        await server.start()
+        host, port = server.address
+        try:
+            url = f"http://{host}:{port}/healthz"
+
+            def get() -> tuple[int, str]:
+                try:
+                    with urllib.request.urlopen(url, timeout=10) as r:
+                        return r.status, r.read().decode()
+                except urllib.error.HTTPError as e:
+                    return e.code, e.read().decode()
+
+            return await asyncio.get_running_loop().run_in_executor(None, get)
+        finally:
+            await server.stop()
+            checks.close()
+            with socket.socket() as s:
+                assert s.connect_ex((host, port)) != 0
+
+    assert asyncio.run(scenario()) == (503, "health check failed: no database here\n")
 
 
 def test_one_scrape_counts_what_every_process_did(monitored: Monitored) -> None:
