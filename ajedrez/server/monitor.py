@@ -1,99 +1,255 @@
-"""The optional HTTP listener for operators: ``/healthz`` and ``/metrics``.
+"""The optional HTTP listener for operators: ``/healthz`` and ``/metrics``, on aiohttp.
 
 Off unless ``metrics_port`` is set; on ``metrics_host`` (loopback by default), as what it
-shows is for the operator's monitoring, not for players. It runs in a thread of its own
-in the process that serves it (the one server process, or the master with
-``--workers``), so a busy event loop never delays a scrape, and a scrape never delays a
-move.
+shows is for the operator's monitoring, not for players. It runs on an asyncio loop of
+its own, in a thread of the process that serves it (the one server process, or the master
+with ``--workers``): measured under load, a scrape served on the server's busy loop waited
+some 30-40 ms at the median for that loop's turns, against 5 ms from its own thread
+(``docs/performance.md``, "Metrics"). Either way the blocking work, the database query of
+``/healthz`` and the reading of every process's files for ``/metrics``, runs in the
+listener's own small thread pool, never on a loop.
 
 ``/healthz`` answers 200 ``ok`` when the database answers and its schema is at the
 newest migration this release knows, else 503 with the reason on one line: what a load
 balancer or ``systemd``'s watchdog script needs. ``/metrics`` is the Prometheus text
 format of every process's values (metrics.py).
+
+The parts are there for any other HTTP front end of the server to reuse: :class:`Checks`
+gives the two routes, :func:`monitor_app` the monitor's whole application, and
+:class:`WebServer` serves an application on a listening socket, on the running loop
+(``await start()``) or on a loop of its own in a thread (``start_thread()``); it never
+touches the process's signal handlers.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import gzip
 import logging
+import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+from aiohttp import web
+
+from ajedrez.server.prefork import open_listener
 
 log = logging.getLogger("ajedrez.monitor")
 
-# (healthy, the reason when not): asked once per /healthz request, from the HTTP thread.
+# (healthy, the reason when not): asked once per /healthz request, from a thread of the
+# listener's pool.
 Health = Callable[[], tuple[bool, str]]
-# A header, not a list of them: wsgiref adds Content-Length to the list it is given, so
-# each response needs a list of its own.
-_TEXT = ("Content-Type", "text/plain; charset=utf-8")
+# Two: a health check that waits for a database that does not answer leaves a thread
+# for the scrapes meanwhile; scrapes beyond that wait their turn rather than add threads.
+POOL_THREADS = 2
+# How long a stop waits for requests in progress (a scrape takes milliseconds).
+STOP_GRACE_SECONDS = 2.0
+BACKLOG = 128
 
 
-class _Quiet(WSGIRequestHandler):
-    """No line on stderr per request: scrapes come every few seconds."""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+def _text(status: int, body: str, **headers: str) -> web.Response:
+    # content_type and charset give "text/plain; charset=utf-8".
+    return web.Response(status=status, text=body, content_type="text/plain", headers=headers)
 
 
-class Monitor:
-    def __init__(self, host: str, port: int, health: Health, directory: str) -> None:
-        from prometheus_client import CollectorRegistry, make_wsgi_app, multiprocess
-        from prometheus_client.exposition import ThreadingWSGIServer
+class Checks:
+    """The handlers of ``/healthz`` and ``/metrics``; each runs its blocking part in
+    ``pool`` (default: a pool of :data:`POOL_THREADS` of its own)."""
 
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
-        self._metrics = make_wsgi_app(registry)
+    def __init__(
+        self,
+        health: Health,
+        directory: str,
+        pool: concurrent.futures.Executor | None = None,
+    ) -> None:
+        # Only now: metrics.prepare has named the directory (PROMETHEUS_MULTIPROC_DIR).
+        from prometheus_client import CollectorRegistry, multiprocess
+
+        self.registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(self.registry, path=directory)  # type: ignore[no-untyped-call]
         self._health = health
-        self.server = make_server(
-            host, port, self._app, server_class=ThreadingWSGIServer, handler_class=_Quiet
+        self._own_pool = pool is None
+        self.pool = pool or concurrent.futures.ThreadPoolExecutor(
+            POOL_THREADS, thread_name_prefix="monitor"
         )
-        self.server.daemon_threads = True
+
+    def routes(self) -> list[web.RouteDef]:
+        """GET (and HEAD, which aiohttp answers with the same headers and no body)."""
+        return [web.get("/healthz", self.healthz), web.get("/metrics", self.metrics)]
+
+    def close(self) -> None:
+        if self._own_pool:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        healthy, reason = await asyncio.get_running_loop().run_in_executor(self.pool, self._check)
+        if healthy:
+            return _text(200, "ok\n")
+        return _text(503, reason + "\n")
+
+    def _check(self) -> tuple[bool, str]:
+        try:
+            return self._health()
+        except Exception as e:  # the check itself failed: that is the answer
+            return False, f"health check failed: {_one_line(e)}"
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        body, headers = await asyncio.get_running_loop().run_in_executor(
+            self.pool,
+            self._collect,
+            ",".join(request.headers.getall("Accept", [])),
+            request.headers.get("Accept-Encoding", ""),
+            request.query.getall("name[]", []),
+        )
+        return web.Response(body=body, headers=headers)
+
+    def _collect(
+        self, accept: str, accept_encoding: str, names: list[str]
+    ) -> tuple[bytes, dict[str, str]]:
+        """What prometheus_client's own WSGI app answered: the format the scraper asks
+        for (Prometheus text, or OpenMetrics), only the metrics named by ``name[]``
+        when given, gzipped when accepted."""
+        from prometheus_client.exposition import choose_encoder, gzip_accepted
+
+        encoder, content_type = choose_encoder(accept)
+        registry: Any = self.registry.restricted_registry(names) if names else self.registry
+        output = encoder(registry)
+        headers = {"Content-Type": content_type}
+        if gzip_accepted(accept_encoding):
+            output = gzip.compress(output)
+            headers["Content-Encoding"] = "gzip"
+        return output, headers
+
+
+@web.middleware
+async def _plain_errors(
+    request: web.Request, handler: Callable[[web.Request], Any]
+) -> web.StreamResponse:
+    """The monitor's answers to what it does not serve, in plain text: 405 for any method
+    but GET and HEAD (whatever the path), 404 for any other path."""
+    if request.method not in ("GET", "HEAD"):
+        return _text(405, "only GET and HEAD\n", Allow="GET, HEAD")
+    try:
+        response: web.StreamResponse = await handler(request)
+    except web.HTTPNotFound:
+        return _text(404, "not found: try /healthz or /metrics\n")
+    return response
+
+
+def monitor_app(checks: Checks) -> web.Application:
+    """The monitor's application: the two routes, and its plain-text 404 and 405."""
+    app = web.Application(middlewares=[_plain_errors])
+    app.add_routes(checks.routes())
+    return app
+
+
+class WebServer:
+    """Serves ``app`` on ``sock`` (already listening): on the running loop with
+    :meth:`start` and :meth:`stop`, or on a loop of its own in a thread with
+    :meth:`start_thread` and :meth:`stop_thread`. No access log line per request, and the
+    process's signal handlers are left alone."""
+
+    def __init__(self, app: web.Application, sock: socket.socket) -> None:
+        self.app = app
+        self.sock = sock
+        self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
 
     @property
     def address(self) -> tuple[str, int]:
-        host, port = self.server.server_address[:2]
+        host, port = self.sock.getsockname()[:2]
         return str(host), int(port)
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        runner = web.AppRunner(
+            self.app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=STOP_GRACE_SECONDS,
+        )
+        await runner.setup()
+        await web.SockSite(runner, self.sock, backlog=BACKLOG).start()
+        self._runner = runner
+
+    async def stop(self) -> None:
+        """Stop listening (the socket is closed) and end the connections."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        self.sock.close()
+
+    def start_thread(self, name: str = "http") -> None:
+        """Serve from a thread running an asyncio loop of its own; returns once it serves."""
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(
-            target=self.server.serve_forever, name="monitor", daemon=True
+            target=asyncio.run, args=(self._serve_in_thread(ready),), name=name, daemon=True
         )
         self._thread.start()
-        host, port = self.address
-        log.info("health and metrics on http://%s:%d/healthz and /metrics", host, port)
+        ready.result()
 
-    def stop(self) -> None:
-        if self._thread is not None:
-            self.server.shutdown()
-            self._thread.join()
-            self._thread = None
-        self.server.server_close()
+    def stop_thread(self) -> None:
+        if self._thread is None:
+            return
+        if self._loop is not None and self._stopping is not None:
+            self._loop.call_soon_threadsafe(self._stopping.set)
+        self._thread.join()
+        self._thread = None
+
+    async def _serve_in_thread(self, ready: concurrent.futures.Future[None]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        try:
+            await self.start()
+        except BaseException as e:
+            ready.set_exception(e)
+            raise
+        ready.set_result(None)
+        await self._stopping.wait()
+        await self.stop()
 
     def close_in_child(self) -> None:
         """In a process forked from the one serving: let go of the listening socket."""
-        self.server.socket.close()
+        self.sock.close()
 
-    def _app(self, environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
-        path = environ.get("PATH_INFO", "")
-        if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
-            start("405 Method Not Allowed", [_TEXT, ("Allow", "GET, HEAD")])
-            return [b"only GET and HEAD\n"]
-        if path == "/metrics":
-            return self._metrics(environ, start)  # type: ignore[no-any-return]
-        if path == "/healthz":
-            try:
-                healthy, reason = self._health()
-            except Exception as e:  # the check itself failed: that is the answer
-                healthy, reason = False, f"health check failed: {_one_line(e)}"
-            if healthy:
-                start("200 OK", [_TEXT])
-                return [b"ok\n"]
-            start("503 Service Unavailable", [_TEXT])
-            return [reason.encode() + b"\n"]
-        start("404 Not Found", [_TEXT])
-        return [b"not found: try /healthz or /metrics\n"]
+
+class Monitor:
+    """The /healthz and /metrics listener of one server: listening once constructed (an
+    ``OSError`` if it cannot), serving once started."""
+
+    def __init__(self, host: str, port: int, health: Health, directory: str) -> None:
+        sock = open_listener(host, port, BACKLOG)
+        try:
+            self.checks = Checks(health, directory)
+        except BaseException:
+            sock.close()
+            raise
+        self.server = WebServer(monitor_app(self.checks), sock)
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.server.address
+
+    def start(self) -> None:
+        """Serve from a thread with a loop of its own."""
+        self.server.start_thread("monitor")
+        self._log_serving()
+
+    def stop(self) -> None:
+        self.server.stop_thread()
+        self.server.sock.close()  # if it never started
+        self.checks.close()
+
+    def close_in_child(self) -> None:
+        """In a process forked from the one serving: let go of the listening socket."""
+        self.server.close_in_child()
+
+    def _log_serving(self) -> None:
+        host, port = self.address
+        log.info("health and metrics on http://%s:%d/healthz and /metrics", host, port)
 
 
 def _one_line(e: BaseException) -> str:

@@ -4,6 +4,9 @@ under test. Each test has a database of its own, so the counts are exact."""
 
 from __future__ import annotations
 
+import asyncio
+import gzip
+import http.client
 import os
 import re
 import socket
@@ -19,6 +22,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import create_engine, make_url, text
 
 from ajedrez.domain.accounts import Accounts
+from ajedrez.server.monitor import Checks, WebServer, monitor_app
+from ajedrez.server.prefork import open_listener
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import head_revision, upgrade
 from tests.support.common import PASSWORD, unique_name, wait_for
@@ -97,6 +102,87 @@ def monitored(request: pytest.FixtureRequest, own_db: tuple[str, Database]) -> I
 def test_healthz_says_ok_while_the_database_answers_at_head(monitored: Monitored) -> None:
     assert monitored.get("/healthz") == (200, "ok\n")
     assert monitored.get("/nothing")[0] == 404
+
+
+def _request(
+    m: Monitored, method: str, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    host, port = m.base.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request(method, path, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def test_the_listener_answers_in_plain_text_to_what_it_does_not_serve(
+    own_db: tuple[str, Database],
+) -> None:
+    """404 and 405 in its own words, HEAD as GET without the body, /metrics in the
+    format and encoding the scraper asks for."""
+    plain = "text/plain; charset=utf-8"
+    for m in _monitored(own_db):
+        status, headers, body = _request(m, "GET", "/healthz")
+        assert (status, headers["content-type"], body) == (200, plain, b"ok\n")
+        status, headers, body = _request(m, "HEAD", "/healthz")
+        assert (status, headers["content-type"], body) == (200, plain, b"")
+        assert _request(m, "GET", "/healthz?from=lb")[2] == b"ok\n"
+
+        status, headers, body = _request(m, "GET", "/nothing")
+        assert (status, headers["content-type"]) == (404, plain)
+        assert body == b"not found: try /healthz or /metrics\n"
+        assert _request(m, "HEAD", "/nothing")[0] == 404
+
+        for method, path in [("POST", "/healthz"), ("PUT", "/metrics"), ("DELETE", "/x")]:
+            status, headers, body = _request(m, method, path)
+            assert (status, headers["allow"], body) == (405, "GET, HEAD", b"only GET and HEAD\n")
+
+        status, headers, body = _request(m, "HEAD", "/metrics")
+        assert (status, body) == (200, b"")
+        assert headers["content-type"].startswith("text/plain; version=0.0.4")
+        status, headers, body = _request(m, "GET", "/metrics", {"Accept-Encoding": "gzip"})
+        assert (status, headers["content-encoding"]) == (200, "gzip")
+        assert b"ajedrez_moves_committed_total" in gzip.decompress(body)
+        accept = {"Accept": "application/openmetrics-text; version=1.0.0"}
+        status, headers, body = _request(m, "GET", "/metrics", accept)
+        assert headers["content-type"].startswith("application/openmetrics-text")
+        assert body.endswith(b"# EOF\n")
+        assert "health and metrics" in m.srv.log_text()
+        assert "GET /healthz" not in m.srv.log_text()  # no access log
+
+
+def test_the_listener_serves_on_a_running_loop_too(tmp_path: Path) -> None:
+    """What another HTTP front end reuses: the monitor's application on the caller's loop,
+    a health check that raises answered as a failure, and a stop that lets the port go."""
+
+    def broken() -> tuple[bool, str]:
+        raise RuntimeError("no database here\nsecond line")
+
+    async def scenario() -> tuple[int, str]:
+        checks = Checks(broken, str(tmp_path))
+        server = WebServer(monitor_app(checks), open_listener("127.0.0.1", 0, 8))
+        await server.start()
+        host, port = server.address
+        try:
+            url = f"http://{host}:{port}/healthz"
+
+            def get() -> tuple[int, str]:
+                try:
+                    with urllib.request.urlopen(url, timeout=10) as r:
+                        return r.status, r.read().decode()
+                except urllib.error.HTTPError as e:
+                    return e.code, e.read().decode()
+
+            return await asyncio.get_running_loop().run_in_executor(None, get)
+        finally:
+            await server.stop()
+            checks.close()
+            with socket.socket() as s:
+                assert s.connect_ex((host, port)) != 0
+
+    assert asyncio.run(scenario()) == (503, "health check failed: no database here\n")
 
 
 def test_one_scrape_counts_what_every_process_did(monitored: Monitored) -> None:
