@@ -29,7 +29,8 @@ import ajedrez
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.errors import Failure, StorageError
 from ajedrez.domain.export import result_text
-from ajedrez.domain.games import GameListing, Games
+from ajedrez.domain.game_admin import GameAdmin, GameListing
+from ajedrez.domain.games import Games
 from ajedrez.domain.timecontrol import format_duration
 from ajedrez.domain.values import STATUS_FINISHED
 from ajedrez.espol import fields as values
@@ -457,7 +458,7 @@ def subs_reject(db: Database, args: argparse.Namespace) -> None:
 
 
 def games_list(db: Database, _args: argparse.Namespace) -> None:
-    _print_games(Games(db).list_all())
+    _print_games(GameAdmin(db).list_all())
 
 
 def _print_games(rows: list[GameListing]) -> None:
@@ -489,7 +490,7 @@ def games_extend(db: Database, args: argparse.Namespace) -> None:
 
 
 def games_purge(db: Database, args: argparse.Namespace) -> None:
-    games = Games(db)
+    games = GameAdmin(db)
     confirming = asks(args) and not args.dry_run
     before = None if args.older_than is None else int(time.time()) - args.older_than
     if confirming and before is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ajedrez.domain import event_kinds as ev
 from ajedrez.domain import rules
+from ajedrez.domain.values import game_name
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ def _game(
     """An event of a game: to both players and the game's observers."""
     return Event(
         kind,
-        (rules.pid(game_id), *fields),
+        (game_name(game_id), *fields),
         at_ms,
         game_id,
         players.white_id,
@@ -86,7 +87,7 @@ def game_started(
     private: bool,
 ) -> Event:
     (w, w_name), (b, b_name) = white, black
-    fields = (rules.pid(game_id), w_name, b_name, control, w_name, _flag(private))
+    fields = (game_name(game_id), w_name, b_name, control, w_name, _flag(private))
     return Event(ev.INICIO_PARTIDA, fields, at_ms, game_id, w, b, actor_id, observers=True)
 
 
@@ -147,7 +148,7 @@ def chat_said(
     whisper: bool,
 ) -> Event:
     """A player's message reaches the players alone; an observer's, the observers."""
-    fields = (rules.pid(game_id), by[1], text)
+    fields = (game_name(game_id), by[1], text)
     if whisper:
         return Event(ev.SUSURRO, fields, at_ms, game_id, None, None, by[0], observers=True)
     return Event(ev.CHAT, fields, at_ms, game_id, players.white_id, players.black_id, by[0])
@@ -175,7 +176,7 @@ def clock_warning(
     at_ms: int, game_id: int, player: tuple[int, str], left_ms: int, deadline_ms: int
 ) -> Event:
     """To the player whose clock runs, alone."""
-    fields = (rules.pid(game_id), player[1], str(left_ms), str(deadline_ms))
+    fields = (game_name(game_id), player[1], str(left_ms), str(deadline_ms))
     return Event(ev.AVISO_RELOJ, fields, at_ms, game_id, player[0])
 
 

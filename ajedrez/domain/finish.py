@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ajedrez.domain import clocks, events, rules
+from ajedrez.domain import clocks, events
 from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.ports import StoreTx
+from ajedrez.domain.values import game_name
 
 
 def finish(
@@ -38,5 +39,5 @@ def timed_out(tx: StoreTx, game_id: int, row: Any, now: int, color: str) -> Fail
     [(_gid, reason)] = finish_on_time(tx, [(game_id, row)], now)
     whose = "your" if clocks.waiting_color(row) == color else "your opponent's"
     return Failure(
-        Refusal.GAME_OVER, f"{whose} time ran out: {rules.pid(game_id)} is finished ({reason})"
+        Refusal.GAME_OVER, f"{whose} time ran out: {game_name(game_id)} is finished ({reason})"
     )

@@ -7,8 +7,6 @@ store's (``store/moves.py``), which asks ``rules`` to check each move.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
 
 import chess
 
@@ -32,9 +30,7 @@ from ajedrez.domain.timecontrol import TimeControl, control_name, parse_control
 from ajedrez.domain.timekeeping import Timekeeping
 from ajedrez.domain.values import (
     BLACK,
-    OBSERVER,
     REMOVED_CHALLENGE,
-    REMOVED_GAME,
     REQ_ACCEPT,
     REQ_NONE,
     REQ_OFFER,
@@ -44,26 +40,12 @@ from ajedrez.domain.values import (
     WINNER_DRAW,
     WINNER_WHITE,
     color_of_ply,
+    game_name,
     other_color,
 )
-from ajedrez.domain.views import GameStatus, GameSummary, MoveRecord
+from ajedrez.domain.views import GameSummary
 
-PURGE_AUDIT_IDS = 20  # the audit trail names this many purged games, then counts the rest
 RANKING_SIZE = 10
-
-
-@dataclass(frozen=True)
-class GameListing:
-    game_id: int
-    white: str
-    black: str
-    status: int
-    winner: int
-    plies: int
-    changed_at: int
-    end_reason: str | None
-    control: str
-    deadline_ms: int | None
 
 
 class Games:
@@ -214,7 +196,7 @@ class Games:
         with self.store.syncing() as tx:
             found = tx.games_since(caller_id, since)
             stamp = tx.stamp
-        return stamp, [GameSummary(rules.pid(g), name, c, s) for g, name, c, s in found]
+        return stamp, [GameSummary(game_name(g), name, c, s) for g, name, c, s in found]
 
     def ranking(self, limit: int = RANKING_SIZE) -> list[tuple[str, int]]:
         with self.store.reading() as tx:
@@ -226,7 +208,7 @@ class Games:
         def offer(tx: StoreTx, row: GameRecord, color: str, now: int) -> None:
             if REQ_OFFER in (row.req_white, row.req_black):
                 raise Failure(
-                    Refusal.DRAW_OFFERED, f"a draw offer is already pending in {rules.pid(game_id)}"
+                    Refusal.DRAW_OFFERED, f"a draw offer is already pending in {game_name(game_id)}"
                 )
             # The receiver's clock runs while the offer waits (docs/protocol.md section 5).
             receiver = other_color(color)
@@ -242,7 +224,7 @@ class Games:
             if getattr(row, theirs) != REQ_OFFER:
                 raise Failure(
                     Refusal.NO_DRAW_OFFER,
-                    f"your opponent has no draw offer pending in {rules.pid(game_id)}",
+                    f"your opponent has no draw offer pending in {game_name(game_id)}",
                 )
             me = (caller_id, _name(row, color))
             tx.emit(events.draw_answered(now, row, game_id, me, accept))
@@ -309,17 +291,17 @@ class Games:
             if last < 1 or color_of_ply(last) != color:
                 raise Failure(
                     Refusal.TAKEBACK_REFUSED,
-                    f"the last move in {rules.pid(game_id)} is not yours: only a move your "
+                    f"the last move in {game_name(game_id)} is not yours: only a move your "
                     "opponent has not answered can be taken back",
                 )
             if REQ_OFFER in (row.req_white, row.req_black):
                 raise Failure(
-                    Refusal.TAKEBACK_REFUSED, f"a draw offer is pending in {rules.pid(game_id)}"
+                    Refusal.TAKEBACK_REFUSED, f"a draw offer is pending in {game_name(game_id)}"
                 )
             pending = tx.takeback(game_id)
             if pending is not None and pending.ply == last:
                 raise Failure(
-                    Refusal.TAKEBACK_REFUSED, f"a takeback is already asked in {rules.pid(game_id)}"
+                    Refusal.TAKEBACK_REFUSED, f"a takeback is already asked in {game_name(game_id)}"
                 )
             tx.set_takeback(game_id, last, caller_id)
             tx.emit(events.takeback_asked(now, row, game_id, (caller_id, _name(row, color))))
@@ -333,7 +315,7 @@ class Games:
             if pending is None or pending.ply != last or pending.by_id == caller_id:
                 raise Failure(
                     Refusal.TAKEBACK_REFUSED,
-                    f"your opponent has no takeback request pending in {rules.pid(game_id)}",
+                    f"your opponent has no takeback request pending in {game_name(game_id)}",
                 )
             tx.drop_takeback(game_id)
             fen = _take_back(tx, row, last, other_color(color), now) if accept else None
@@ -360,7 +342,7 @@ class Games:
         return game_pgn(
             white=row.white,
             black=row.black,
-            game_id=rules.pid(game_id),
+            game_id=game_name(game_id),
             started=row.created_at,
             ended=row.finished_at,
             status=row.status,
@@ -371,52 +353,6 @@ class Games:
             clock_ms=clock_ms,
             chat=chat,
         )
-
-    def list_all(self) -> list[GameListing]:
-        with self.store.reading() as tx:
-            rows = tx.list_games()
-        return [
-            GameListing(
-                r.id,
-                r.white,
-                r.black,
-                r.status,
-                r.winner,
-                r.next_ply - 1,
-                r.changed_at,
-                r.end_reason,
-                control_name(clocks.control_of(r)),
-                r.deadline_ms,
-            )
-            for r in rows
-        ]
-
-    def purge_finished(
-        self,
-        *,
-        finished_before: int | None = None,
-        dry_run: bool = False,
-        by: str | None = None,
-    ) -> list[int]:
-        """Remove finished games (those finished before ``finished_before``, a fecha,
-        when given) and their moves; returns their ids, or with ``dry_run`` the ids it
-        would remove. Both players of each are told through BAJA. ``by``: the
-        administrator, for the audit trail."""
-        with self.store.writing() as tx:
-            rows = tx.finished_games(finished_before)
-            ids = [r.id for r in rows]
-            if dry_run or not ids:
-                return ids
-            tx.delete_games(ids)
-            tx.note_removals(
-                REMOVED_GAME,
-                [(player, rules.pid(r.id)) for r in rows for player in (r.white_id, r.black_id)],
-            )
-            shown = ", ".join(rules.pid(i) for i in ids[:PURGE_AUDIT_IDS])
-            more = f" and {len(ids) - PURGE_AUDIT_IDS} more" if len(ids) > PURGE_AUDIT_IDS else ""
-            cutoff = "" if finished_before is None else f" finished before {finished_before}"
-            tx.audit(by, "games purge", "", f"{len(ids)} game(s){cutoff}: {shown}{more}")
-            return ids
 
 
 def _take_back(tx: StoreTx, row: GameRecord, ply: int, mover: str, now: int) -> str:
@@ -447,60 +383,6 @@ def forfeit_all(tx: StoreTx, user_id: int, now_ms: int) -> list[int]:
     for row in rows:
         _forfeit(tx, row, WHITE if row.white_id == user_id else BLACK, LEFT_SERVICE, now_ms)
     return [row.id for row in rows]
-
-
-# -- STAT and SPAR, from the rows the store's queue read ----------------------------------
-
-
-def status_of(
-    rows: list[GameRecord], caller_id: int, game_id: int, observer: bool = False
-) -> GameStatus:
-    """STAT's record, for a player of the game, or an ``observer`` (the store said so)."""
-    if not rows:
-        raise rules.no_game(game_id)
-    row = rows[0]
-    color = OBSERVER if observer else rules.color_of(row, caller_id, game_id)
-    return GameStatus(
-        rules.pid(game_id),
-        row.white,
-        row.black,
-        row.changed_at,
-        row.status,
-        row.winner,
-        row.req_white,
-        row.req_black,
-        color,
-        row.next_ply,
-    )
-
-
-def moves_of(
-    rows: list[MoveRow], caller_id: int, game_id: int, after: int, observer: bool = False
-) -> list[MoveRecord]:
-    """SPAR's records, for a player of the game or an ``observer``: rows as
-    ``Moves.move_rows`` reads them."""
-    if not rows:
-        raise rules.no_game(game_id)
-    if not observer:
-        rules.color_of(rows[0], caller_id, game_id)
-    if rows[0].ply is None:  # the game is there, but no move after ``after``
-        raise Failure(Refusal.NO_MORE_MOVES, f"no moves after ply {after} in {rules.pid(game_id)}")
-    return [MoveRecord(r.ply, r.jugada, r.reverso, r.posicion, r.promocion) for r in rows]
-
-
-class MoveRow(rules.Players, Protocol):
-    """One row of SPAR's read: the game's players, and a move (all None: no move)."""
-
-    @property
-    def ply(self) -> int: ...
-    @property
-    def jugada(self) -> str: ...
-    @property
-    def reverso(self) -> int: ...
-    @property
-    def posicion(self) -> str: ...
-    @property
-    def promocion(self) -> int: ...
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -535,7 +417,7 @@ def _own_active_game(
     if opponent != actual:
         raise Failure(
             Refusal.NOT_OPPONENT,
-            f"your opponent in {rules.pid(game_id)} is '{actual}', not '{opponent}'",
+            f"your opponent in {game_name(game_id)} is '{actual}', not '{opponent}'",
         )
     rules.require_active(row, game_id)
     return row, color

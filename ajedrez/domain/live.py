@@ -13,7 +13,7 @@ from ajedrez.domain.clocks import Clock, ClockRules
 from ajedrez.domain.errors import Conflict, Failure, Refusal
 from ajedrez.domain.ports import GameRecord, Store, StoreTx
 from ajedrez.domain.timecontrol import TimeControl, control_name, parse_control
-from ajedrez.domain.values import BLACK, OBSERVER, STATUS_ACTIVE, WHITE
+from ajedrez.domain.values import BLACK, OBSERVER, STATUS_ACTIVE, WHITE, game_name
 
 CHAT_MAX = 500  # characters in a message
 CHAT_WINDOW_MS = 60_000
@@ -44,7 +44,7 @@ def reader_color(tx: StoreTx, row: GameRecord, caller_id: int) -> str:
         return rules.color_of(row, caller_id, row.id)
     if tx.observes(row.id, caller_id):
         return OBSERVER
-    raise Failure(Refusal.NOT_A_PLAYER, f"you neither play in nor observe {rules.pid(row.id)}")
+    raise Failure(Refusal.NOT_A_PLAYER, f"you neither play in nor observe {game_name(row.id)}")
 
 
 class Live:
@@ -63,10 +63,10 @@ class Live:
             with self.store.writing() as tx:
                 row = existing_game(tx, game_id)
                 if caller_id in (row.white_id, row.black_id):
-                    raise Failure(Refusal.OBSERVE_REFUSED, f"you play in {rules.pid(game_id)}")
+                    raise Failure(Refusal.OBSERVE_REFUSED, f"you play in {game_name(game_id)}")
                 rules.require_active(row, game_id)
                 if row.private:
-                    raise Failure(Refusal.PRIVATE_GAME, f"{rules.pid(game_id)} is private")
+                    raise Failure(Refusal.PRIVATE_GAME, f"{game_name(game_id)} is private")
                 if tx.observes(game_id, caller_id):
                     return
                 tx.add_observer(game_id, caller_id)
@@ -79,7 +79,7 @@ class Live:
         with self.store.writing() as tx:
             row = existing_game(tx, game_id)
             if not tx.drop_observer(game_id, caller_id):
-                raise Failure(Refusal.OBSERVE_REFUSED, f"you do not observe {rules.pid(game_id)}")
+                raise Failure(Refusal.OBSERVE_REFUSED, f"you do not observe {game_name(game_id)}")
             me = (caller_id, tx.user_name(caller_id) or "")
             tx.emit(events.observer_left(self.clock.now_ms(), row, game_id, me))
 
@@ -126,7 +126,7 @@ class Live:
         with self.store.writing() as tx:
             existing_game(tx, game_id)
             lines = [ChatLine(*line) for line in tx.chat(game_id)]
-            tx.audit(by, "games chat", rules.pid(game_id), f"{len(lines)} message(s) read")
+            tx.audit(by, "games chat", game_name(game_id), f"{len(lines)} message(s) read")
         return lines
 
     @staticmethod

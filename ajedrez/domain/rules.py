@@ -23,8 +23,8 @@ from ajedrez.domain.values import (
     WINNER_DRAW,
     WINNER_WHITE,
     color_of_ply,
+    game_name,
 )
-from ajedrez.domain.values import game_name as format_partida
 from ajedrez.domain.views import MoveRecord
 
 PROMOTION_CODES = {chess.KNIGHT: 2, chess.BISHOP: 3, chess.ROOK: 4, chess.QUEEN: 5}
@@ -89,12 +89,8 @@ def square_code(square: chess.Square) -> str:
     return f"{square:02d}"
 
 
-def pid(game_id: int) -> str:
-    return format_partida(game_id)
-
-
 def no_game(game_id: int) -> Failure:
-    return Failure(Refusal.NO_SUCH_GAME, f"no game {pid(game_id)}")
+    return Failure(Refusal.NO_SUCH_GAME, f"no game {game_name(game_id)}")
 
 
 def plays(row: Players, caller_id: int) -> bool:
@@ -106,12 +102,12 @@ def color_of(row: Players, caller_id: int, game_id: int) -> str:
         return "B"
     if row.black_id == caller_id:
         return "N"
-    raise Failure(Refusal.NOT_A_PLAYER, f"you do not play in {pid(game_id)}")
+    raise Failure(Refusal.NOT_A_PLAYER, f"you do not play in {game_name(game_id)}")
 
 
 def require_active(row: GameRow, game_id: int) -> None:
     if row.status != STATUS_ACTIVE:
-        raise Failure(Refusal.GAME_OVER, f"{pid(game_id)} is finished ({row.end_reason})")
+        raise Failure(Refusal.GAME_OVER, f"{game_name(game_id)} is finished ({row.end_reason})")
 
 
 def req_field(color: str) -> str:
@@ -217,16 +213,17 @@ def plan_move(
     color = color_of(row, caller_id, game_id)
     require_active(row, game_id)
     if color_of_ply(row.next_ply) != color:
-        raise Failure(Refusal.NOT_YOUR_TURN, f"it is your opponent's turn in {pid(game_id)}")
+        raise Failure(Refusal.NOT_YOUR_TURN, f"it is your opponent's turn in {game_name(game_id)}")
     if move.ply != row.next_ply:
         raise Failure(
             Refusal.WRONG_PLY,
-            f"#jugada {move.ply} is not the next ply of {pid(game_id)}: expected {row.next_ply}",
+            f"#jugada {move.ply} is not the next ply of {game_name(game_id)}: "
+            f"expected {row.next_ply}",
         )
     if REQ_OFFER in (row.req_white, row.req_black):
         raise Failure(
             Refusal.DRAW_PENDING,
-            f"a draw offer is pending in {pid(game_id)}: it must be answered (RTBL) first",
+            f"a draw offer is pending in {game_name(game_id)}: it must be answered (RTBL) first",
         )
     # The stored position settles legality without replaying the game.
     board = boards.take(game_id, row.fen)

@@ -13,7 +13,7 @@ from ajedrez.domain.finish import finish_on_time
 from ajedrez.domain.live import reader_color
 from ajedrez.domain.ports import GameRecord, Store, StoreTx
 from ajedrez.domain.timecontrol import DAY_MS, control_name, format_duration
-from ajedrez.domain.values import BLACK, WHITE
+from ajedrez.domain.values import BLACK, WHITE, game_name
 from ajedrez.domain.views import NO_CLOCK_RUNS, ClockStatus, LeaveStatus
 
 FLAG_BATCH = 200  # games ended on time in one transaction
@@ -91,7 +91,7 @@ class Timekeeping:
         control = clocks.control_of(row)
         running = row.deadline_ms is not None
         return ClockStatus(
-            rules.pid(game_id),
+            game_name(game_id),
             now,
             control_name(control),
             clocks.remaining(row, WHITE, now),
@@ -127,7 +127,7 @@ class Timekeeping:
                     raise Failure(
                         Refusal.LEAVE_REFUSED,
                         f"less than {format_duration(clocks.LEAVE_MARGIN_MS)} is left on your "
-                        f"clock in {rules.pid(row.id)}: move there first",
+                        f"clock in {game_name(row.id)}: move there first",
                     )
             tx.set_leave(caller_id, until, left - length, year)
             for row, color in games:
@@ -193,11 +193,11 @@ class Timekeeping:
             if game_id is not None and not rows:
                 if tx.game(game_id) is None:
                     raise rules.no_game(game_id)
-                raise Failure(Refusal.GAME_OVER, f"no clock runs in {rules.pid(game_id)}")
+                raise Failure(Refusal.GAME_OVER, f"no clock runs in {game_name(game_id)}")
             now = self.clock.now_ms()
             for row in rows:
                 tx.update_game(row.id, **clocks.extended(row, by_ms, now).columns())
-            target = "all" if game_id is None else rules.pid(game_id)
+            target = "all" if game_id is None else game_name(game_id)
             tx.audit(by, "games extend", target, f"{len(rows)} game(s) by {format_duration(by_ms)}")
             return [row.id for row in rows]
 

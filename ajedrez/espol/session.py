@@ -22,7 +22,7 @@ from ajedrez.domain.errors import (
     Refusal,
     StorageError,
 )
-from ajedrez.domain.games import moves_of, status_of
+from ajedrez.domain.reads import moves_of, status_of
 from ajedrez.espol.codes import Reply, refusal_code
 from ajedrez.espol.commands import PRE_LOGIN, SPECS, help_text, lookup, parse_args
 from ajedrez.espol.fields import format_fecha, format_partida

@@ -15,8 +15,8 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ajedrez.domain.accounts import Caller
-from ajedrez.domain.games import moves_of, status_of
 from ajedrez.domain.live import ChatLine
+from ajedrez.domain.reads import moves_of, status_of
 from ajedrez.domain.rules import move_from_uci
 from ajedrez.domain.views import ClockStatus, GameStatus, GameSummary, LeaveStatus, MoveRecord
 from ajedrez.service.service import Service, not_watching, watches

@@ -29,6 +29,7 @@ from ajedrez.domain import rules
 from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.errors import Conflict, Failure, Refusal
 from ajedrez.domain.moves import MoveWrite, Moving
+from ajedrez.domain.values import game_name
 from ajedrez.domain.views import MoveRecord
 from ajedrez.store import statements as st
 from ajedrez.store.db import Database, mapped_errors
@@ -176,7 +177,7 @@ class PostgresMoves(Moves):
 def just_played(game_id: int, move: MoveRecord) -> Failure:
     # Another transaction stored this ply first (possible only across databases that do
     # not honour the row lock); the client must resynchronise.
-    return Failure(Refusal.WRONG_PLY, f"ply {move.ply} of {rules.pid(game_id)} was just played")
+    return Failure(Refusal.WRONG_PLY, f"ply {move.ply} of {game_name(game_id)} was just played")
 
 
 def _parameters(m: MoveWrite) -> dict[str, object]:

@@ -12,6 +12,7 @@ from sqlalchemy import text
 
 from ajedrez.client.cache import Cache
 from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.game_admin import GameAdmin
 from ajedrez.domain.games import Games
 from tests.client.conftest import start_game
 from tests.support.common import PASSWORD
@@ -37,7 +38,7 @@ def test_a_purge_reaches_a_client_that_had_not_synced(own_server, machine):
     b("move", gid, "e5")
     a("sync")  # ana's last sight: active, her turn
     b("resign", gid)
-    assert len(games.purge_finished()) == 1
+    assert len(GameAdmin(games.store).purge_finished()) == 1
 
     status = a("status", gid, "--sync").out
     assert "removed" in status and "your turn" not in status, status

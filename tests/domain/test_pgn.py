@@ -7,7 +7,7 @@ import chess
 
 from ajedrez.domain import games as service_games
 from ajedrez.domain.export import GameFacts, game_pgn, pgn_date, read_facts
-from ajedrez.domain.games import MoveRecord
+from ajedrez.domain.views import MoveRecord
 from tests.support.common import unique_name
 from tests.support.moves import play
 

@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import func, select, update
 
 from ajedrez.domain.accounts import Accounts
-from ajedrez.domain.games import Games, MoveRecord
+from ajedrez.domain.games import Games
+from ajedrez.domain.views import MoveRecord
 from ajedrez.store import audit
 from ajedrez.store.db import Database
 from ajedrez.store.models import Game, Move

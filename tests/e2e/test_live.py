@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import chess
 import chess.pgn
@@ -28,6 +27,7 @@ from tests.support.common import PASSWORD
 from tests.support.espol import Conn, Reply
 from tests.support.play import jgda
 from tests.support.server import ServerProcess, start_server
+from tests.support.together import run_together
 
 PID = re.compile(r"P[0-9]{7}")
 FECHA = re.compile(r"[0-9]{11}")
@@ -224,30 +224,6 @@ _controls = itertools.count()
 def fresh_control() -> str:
     """An explicit control that no other test seeks, as the server writes it."""
     return f"{1001 + 2 * next(_controls)}m+11s"
-
-
-def run_together(jobs: list[Callable[[], Any]], timeout: float = 120) -> list[Any]:
-    """Each job in its own thread, all released at once; the results in order."""
-    barrier = threading.Barrier(len(jobs))
-    results: list[Any] = [None] * len(jobs)
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        try:
-            barrier.wait(timeout=timeout)
-            results[i] = jobs[i]()
-        except BaseException as e:  # reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(jobs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-        assert not t.is_alive(), "a session did not get its answer"
-    if errors:
-        raise errors[0]
-    return results
 
 
 # -- observers -----------------------------------------------------------------------------

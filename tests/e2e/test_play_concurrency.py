@@ -40,6 +40,7 @@ from tests.support.play import (
     stat,
 )
 from tests.support.server import ServerProcess, start_server
+from tests.support.together import run_together
 
 SESSIONS = 16  # sessions of the player to move racing for one ply
 OPPONENT_SESSIONS = 4  # sessions of the other player sending for the same ply
@@ -80,32 +81,6 @@ def connect_as() -> Iterator[Callable[[ServerProcess, str], Conn]]:
     yield do
     for conn in opened:
         conn.close()
-
-
-def run_together(jobs: list[Callable[[], object]], timeout: float = 120) -> list[object]:
-    """Run each job in its own thread, all released at once; return results in order.
-
-    A job that raises fails the test with that exception."""
-    barrier = threading.Barrier(len(jobs))
-    results: list[object] = [None] * len(jobs)
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        try:
-            barrier.wait(timeout=timeout)
-            results[i] = jobs[i]()
-        except BaseException as e:  # reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(jobs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-        assert not t.is_alive(), "a racing session did not get its answer"
-    if errors:
-        raise errors[0]
-    return results
 
 
 def one_reply(conn: Conn, line: str) -> Callable[[], Reply]:

@@ -12,7 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 from ajedrez.domain.accounts import Accounts
-from ajedrez.domain.games import Games, MoveRecord
+from ajedrez.domain.game_admin import GameAdmin
+from ajedrez.domain.games import Games
+from ajedrez.domain.views import MoveRecord
 from ajedrez.store.db import Database
 from tests.support.common import PASSWORD, unique_name
 from tests.support.espol import Conn
@@ -78,7 +80,7 @@ def test_a_purged_games_id_is_never_given_again(services):
     accounts, games = services
     first = finished_game(accounts, games, "ana", "bob")
     second = finished_game(accounts, games, "ana", "bob")
-    assert games.purge_finished() == [first, second]
+    assert GameAdmin(games.store).purge_finished() == [first, second]
     third = finished_game(accounts, games, "ana", "bob")
     assert third > second
 
@@ -86,11 +88,11 @@ def test_a_purged_games_id_is_never_given_again(services):
 def test_purge_filters_and_dry_run(services):
     accounts, games = services
     gid = finished_game(accounts, games, "ana", "bob")
-    assert games.purge_finished(finished_before=0) == []  # finished after 1970
-    assert games.purge_finished(dry_run=True) == [gid]
-    assert games.purge_finished(dry_run=True) == [gid]  # a dry run removes nothing
-    assert games.purge_finished(finished_before=2**40) == [gid]
-    assert games.purge_finished() == []
+    assert GameAdmin(games.store).purge_finished(finished_before=0) == []  # finished after 1970
+    assert GameAdmin(games.store).purge_finished(dry_run=True) == [gid]
+    assert GameAdmin(games.store).purge_finished(dry_run=True) == [gid]  # a dry run removes nothing
+    assert GameAdmin(games.store).purge_finished(finished_before=2**40) == [gid]
+    assert GameAdmin(games.store).purge_finished() == []
 
 
 # -- purge through BAJA ------------------------------------------------------------------
@@ -107,7 +109,7 @@ def test_purge_reaches_both_players_through_baja(own):
     pid = f"P{gid:07d}"
     assert ana.cmd(f"STAT:{pid}").code == 206
 
-    assert games.purge_finished() == [gid]
+    assert GameAdmin(games.store).purge_finished() == [gid]
     assert baja(ana, fecha_ana)[1] == [f"P:{pid}"]
     fecha_bob, seen = baja(bob)
     assert seen == [f"P:{pid}"]

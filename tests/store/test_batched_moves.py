@@ -17,7 +17,8 @@ import pytest
 from sqlalchemy import text
 
 from ajedrez.domain.errors import Failure, Refusal, StorageError
-from ajedrez.domain.games import Games, moves_of, status_of
+from ajedrez.domain.games import Games
+from ajedrez.domain.reads import moves_of, status_of
 from ajedrez.domain.views import GameStatus, MoveRecord
 from ajedrez.store.db import Database, Tx
 from ajedrez.store.statements import PLAYERS_AND_MOVES_AFTER, PLAYERS_AND_MOVES_AFTER_ONE

@@ -31,6 +31,7 @@ from ajedrez.store.urls import sqlite_file
 from tests.support.clock import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS, START_MS, FakeClock
 from tests.support.common import unique_name
 from tests.support.store import insert_users
+from tests.support.together import run_together
 
 S = START_MS
 E2E4 = MoveRecord(1, "e2e4", 0, "1228", 0)
@@ -235,28 +236,10 @@ def test_two_processes_racing_end_every_due_game_exactly_once(own_db, round_):
         one.two_moves_each(white, due)
         clock.now = S + SECOND_MS + 10 * MINUTE_MS  # every white clock has run out
 
-        start = threading.Barrier(2)
-        results: dict[int, list[tuple[int, str]]] = {}
-        errors: list[BaseException] = []
-
-        def scheduler(index: int, time: Timekeeping) -> None:
-            try:
-                start.wait()
-                results[index] = drain(time, limit=4)
-            except BaseException as e:  # reported by the main thread
-                errors.append(e)
-
-        threads = [
-            threading.Thread(target=scheduler, args=(i, s.time)) for i, s in enumerate((one, two))
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(JOIN_SECONDS)
-        assert not any(t.is_alive() for t in threads)
-        assert errors == []
-
-        ended = Counter(game for found in results.values() for game, _reason in found)
+        drained = run_together(
+            [lambda: drain(one.time, limit=4), lambda: drain(two.time, limit=4)], JOIN_SECONDS
+        )
+        ended = Counter(game for each in drained for game, _reason in each)
         game_ids = [game for game, _black in due]
         assert ended == Counter(game_ids)  # every game once, between the two
         assert one.time.flag_due() == [] and two.time.flag_due() == []

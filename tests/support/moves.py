@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ajedrez.domain.games import Games, moves_of, status_of
+from ajedrez.domain.games import Games
+from ajedrez.domain.reads import moves_of, status_of
 from ajedrez.domain.views import GameStatus, MoveRecord
 from ajedrez.store.db import Database
 from ajedrez.store.eager import blocking

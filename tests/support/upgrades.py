@@ -30,6 +30,7 @@ from ajedrez.domain import events
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.errors import Failure
 from ajedrez.domain.fen import position_fen
+from ajedrez.domain.game_admin import GameAdmin
 from ajedrez.domain.games import Games
 from ajedrez.domain.live import existing_game
 from ajedrez.domain.passwords import hash_password
@@ -569,7 +570,7 @@ def check(database: Database, built: Built, kept: str | None = None) -> None:
 
     # Every game: its listing, its moves (SPAR and PGN) replaying to the stored position,
     # from the start and from its base position.
-    listed = {g.game_id: g for g in games.list_all()}
+    listed = {g.game_id: g for g in GameAdmin(games.store).list_all()}
     assert set(listed) == {g.game_id for g in built.games}
     for game in built.games:
         entry = listed[game.game_id]
@@ -614,7 +615,7 @@ def check(database: Database, built: Built, kept: str | None = None) -> None:
         _check_position(database, games, ids[long.white], long)
     repeats = built.game("repeats")
     games.claim_draw(ids[repeats.white], repeats.game_id, repeats.black)
-    ended = next(g for g in games.list_all() if g.game_id == repeats.game_id)
+    ended = next(g for g in GameAdmin(games.store).list_all() if g.game_id == repeats.game_id)
     assert (ended.status, ended.end_reason) == (STATUS_FINISHED, "threefold repetition")
     for game in built.games:
         if game.status != STATUS_ACTIVE or game is repeats:
