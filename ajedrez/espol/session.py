@@ -1,9 +1,10 @@
 """One ESPOL session: a line in, replies out. No sockets and no SQL here.
 
 The transport (``connection.py``) feeds lines and sends what comes back; this class
-holds the login state and turns each command into calls on the domain (``Games``,
-``Accounts``) or, for STAT, SPAR and JGDA, into work for the store's queue (``Moves``),
-whose result ``settled`` turns into the reply. Every reply is built by
+holds the login state and turns each command into calls on the service (its accounts
+and limits, ``Games``) or, for STAT, SPAR and JGDA, into work for the store's queue
+(``Moves``), whose result ``settled`` turns into the reply: the domain's values encoded
+as ESPOL's records, a refusal as its 8xx code. Every reply is built by
 :meth:`Session._reply` or :meth:`Session._records`.
 """
 

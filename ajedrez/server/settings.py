@@ -39,7 +39,7 @@ class Limits:
     login_delay_max: float = 15.0
     login_forget_after: float = 900.0  # seconds after the last failure a record is dropped
     # Failures on one name, from all addresses, within login_name_window seconds, after
-    # which the addresses that failed on it share one queue for it (throttle.py).
+    # which the addresses that failed on it share one queue for it (service/throttle.py).
     login_name_budget: int = 30
     login_name_window: float = 3600.0
     max_password_checks: int = 4  # argon2 verifications of PASS and UNSU at once (19 MiB each)

@@ -1,5 +1,5 @@
 """Clock arithmetic without IO (docs/protocol.md sections 2 and 5): time controls and
-durations as the protocol writes them (``protocol/timecontrol.py``), and the pure
+durations as the protocol writes them (``domain/timecontrol.py``), and the pure
 functions of ``domain/clocks.py`` on a small row object that holds a game's clock columns.
 """
 

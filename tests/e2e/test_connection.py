@@ -1,4 +1,4 @@
-"""The transport's connection (``ajedrez/connection.py``) over real sockets: lines queued
+"""The transport's connection (``ajedrez/espol/connection.py``) over real sockets: lines queued
 behind one that waits for storage, a client that half-closes, a client that does not
 read its replies, and a client that leaves while its move is being written."""
 

@@ -1,4 +1,4 @@
-"""The hub and its streams (``server/stream.py``) without a socket or a database: an
+"""The hub and its streams (``service/hub.py``) without a socket or a database: an
 in-memory event log stands for the store (its reads complete when the test lets them),
 a list of frames for the connection. What matters is the stream's promise: every event
 of its user after its cursor, each once, in order, across catch-up, live delivery, a
