@@ -156,6 +156,21 @@ class Hub:
         try:
             while True:
                 self._again = False
+                if not self.by_user:
+                    # Nobody streams: only the newest id matters (a stream opened later
+                    # starts after it), so read the counter's one row, not every event.
+                    try:
+                        horizon = await self.reads.horizon()
+                    except Exception as e:
+                        log.warning("event stream: cannot read the counter: %s", e)
+                        self.metrics.store_error("events")
+                        return
+                    if not self.by_user:  # else a stream opened meanwhile: read its events
+                        if horizon:
+                            self.last = max(self.last, int(horizon[0].last))
+                        if not self._again:
+                            return
+                        continue
                 try:
                     rows = await self.reads.after(self.last, HUB_PAGE)
                 except Exception as e:

@@ -180,6 +180,30 @@ def test_from_now_it_sends_only_new_events_and_601_first(loop):
     assert sink.events() == [2]
 
 
+def test_with_nobody_streaming_the_hub_reads_the_counter_alone(loop):
+    """Every commit wakes the hub; with no stream open it reads the counter's one row, not
+    the events (a move's commit would otherwise read its events back for nobody), and a
+    stream opened afterwards still starts after the newest event and misses none."""
+    log = Log()
+    hub = started_hub(loop, log)
+    read: list[str] = []
+    for name in ("after", "horizon"):
+        real = getattr(log, name)
+        setattr(log, name, lambda *a, _r=real, _n=name: read.append(_n) or _r(*a))
+    for n in range(1, 4):
+        move(log, n)
+        hub.wake()
+        run(loop)
+    assert read and set(read) == {"horizon"}
+    assert hub.last == 3
+    stream, sink = open_stream(loop, hub, 2, None)
+    assert stream.start_cursor == 3 and sink.frames == [(Reply.V_ALDIA, "3")]
+    move(log, 4)
+    hub.wake()
+    run(loop)
+    assert sink.events() == [4] and read[-1] == "after"
+
+
 def test_a_cursor_gets_the_stored_events_then_601_then_live(loop):
     log = Log()
     for n in range(1, 6):
