@@ -257,14 +257,13 @@ def lookup(code: str) -> Spec | None:
     return SPECS.get(ALIASES.get(code, code))
 
 
-def runs(raw: bytes) -> Work:
-    """Where the line ``raw`` runs: its command's ``runs``, read from the code alone
-    (the line is parsed when it runs). A line that names no command runs on the loop."""
-    code = raw[:4]
+def line_spec(raw: bytes) -> Spec | None:
+    """The command a line names, read from its code alone (the line is parsed when it
+    runs); None for a line that names none. Read once per line: where it runs, and its
+    label in the metrics."""
     if len(raw) > 4 and raw[4:5] != b":":
-        return Work.LOOP
-    spec = lookup(code.decode("ascii", "replace"))
-    return spec.runs if spec is not None else Work.LOOP
+        return None
+    return lookup(raw[:4].decode("ascii", "replace"))
 
 
 def parse_args(spec: Spec, line: Line) -> list[Any]:
@@ -303,8 +302,5 @@ def help_text(topic: str = "") -> list[str]:
 def command_name(line: bytes) -> str:
     """The label of a request line: its command's name, or ``unknown`` (so that what a
     client sends can never make new labels)."""
-    code = line.split(b":", 1)[0].strip()
-    if len(code) > 8:
-        return "unknown"
-    spec = lookup(code.decode("ascii", "replace"))
+    spec = line_spec(line)
     return spec.name if spec is not None else "unknown"

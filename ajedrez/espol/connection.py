@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any, cast
 
 from ajedrez.espol.codes import Reply
-from ajedrez.espol.commands import command_name, runs
+from ajedrez.espol.commands import line_spec
 from ajedrez.espol.framing import OVERLONG, LineBuffer, encode_reply
 from ajedrez.espol.session import Outcome, Session, StreamAsk
 from ajedrez.espol.stream import stream_frame
@@ -100,11 +100,7 @@ class Connection(asyncio.Protocol):
         refusal = self.reactor.refusal(self.address)
         if refusal is not None:
             log.warning("refusing %s: %s", peer, refusal[1])
-            self.closing = True
-            frame = encode_reply(TURNAWAY_CODES[refusal[0]], refusal[1])
-            self.reactor.metrics.replied([frame])
-            transport.write(frame)
-            transport.close()
+            self._last_word(TURNAWAY_CODES[refusal[0]], refusal[1])
             return
         self.reactor.joined(self)
         if transport.get_extra_info("sslcontext") is not None:
@@ -211,8 +207,9 @@ class Connection(asyncio.Protocol):
                 self._send(session.overlong(self.buffer.max_line))
                 continue
             assert isinstance(item, bytes)
-            self.line_in = (command_name(item), self.loop.time())
-            where = runs(item)
+            spec = line_spec(item)
+            self.line_in = (spec.name if spec else "unknown", self.loop.time())
+            where = spec.runs if spec else Work.LOOP
             if where in (Work.LOOP, Work.QUEUE):
                 if self._answer(session.handle_line(item)):
                     continue
@@ -365,8 +362,13 @@ class Connection(asyncio.Protocol):
         completes unanswered."""
         if self.closing or self.transport is None:
             return
-        frame = encode_reply(TURNAWAY_CODES[why], reason)
+        self._last_word(TURNAWAY_CODES[why], reason)
+
+    def _last_word(self, code: Reply, reason: str) -> None:
+        """One reply saying why, then the close (once it has left)."""
+        frame = encode_reply(code, reason)
         self.reactor.metrics.replied([frame])
+        assert self.transport is not None
         self.transport.write(frame)
         self.close()
 
@@ -411,10 +413,7 @@ class Connection(asyncio.Protocol):
                 f"line not finished in time (deadline {self.lim.request_deadline:g} s, "
                 f"at most {self.lim.idle_timeout:g} s between bytes); closing"
             )
-            assert self.transport is not None
-            frame = encode_reply(Reply.F_DEADLINE, reason)
-            self.reactor.metrics.replied([frame])
-            self.transport.write(frame)
-        else:
-            log.info("closing idle connection %s", self.who())
+            self._last_word(Reply.F_DEADLINE, reason)
+            return
+        log.info("closing idle connection %s", self.who())
         self.close()
