@@ -48,6 +48,7 @@ from ajedrez.domain.values import (
     WINNER_WHITE,
 )
 from ajedrez.domain.values import game_name as format_partida
+from ajedrez.domain.views import NotatedMove
 
 from .espol_files import OldGame, PenFile, Problem
 
@@ -55,16 +56,6 @@ from .espol_files import OldGame, PenFile, Problem
 RECORDED = "as recorded in ESPOL 1995"
 RESIGNATION = "resignation"
 AGREEMENT = "agreement"
-
-
-@dataclass(frozen=True)
-class PlannedMove:
-    ply: int
-    jugada: str
-    reverso: int
-    posicion: str
-    promocion: int
-    san: str
 
 
 @dataclass(frozen=True)
@@ -88,7 +79,7 @@ class PlannedGame:
     base_fen: str | None
     end_reason: str | None
     finished_at: int | None
-    moves: tuple[PlannedMove, ...]
+    moves: tuple[NotatedMove, ...]
     ended_on_import: bool
     stop: Problem | None
     dropped: int
@@ -113,7 +104,7 @@ class PlannedGame:
 @dataclass(frozen=True)
 class _Replay:
     board: chess.Board
-    moves: tuple[PlannedMove, ...]
+    moves: tuple[NotatedMove, ...]
     base_ply: int
     base_fen: str | None
     stop: Problem | None
@@ -124,7 +115,7 @@ def replay(pen: PenFile, file: str) -> _Replay:
     """The moves that replay from the standard start, up to the first that does not, or
     to the end of the game by the rules."""
     board = chess.Board()
-    kept: list[PlannedMove] = []
+    kept: list[NotatedMove] = []
     base_ply, base_fen = 0, None
     stop, dropped = pen.stop, pen.unread
     for i, m in enumerate(pen.moves):
@@ -146,7 +137,7 @@ def replay(pen: PenFile, file: str) -> _Replay:
         if board.is_irreversible(legal):
             base_ply = m.ply
         san = board.san_and_push(legal)
-        kept.append(PlannedMove(m.ply, m.jugada, m.reverso, m.posicion, m.promocion, san))
+        kept.append(NotatedMove(m.ply, m.jugada, m.reverso, m.posicion, m.promocion, san))
     if base_ply:
         # The position after the last irreversible move, once (a FEN at each such move
         # cost a quarter of the replay).

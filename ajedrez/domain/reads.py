@@ -10,7 +10,7 @@ from ajedrez.domain import rules
 from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.ports import GameRecord
 from ajedrez.domain.values import OBSERVER, game_name
-from ajedrez.domain.views import GameStatus, MoveRecord
+from ajedrez.domain.views import GameStatus, MoveFields, MoveRecord
 
 
 def status_of(
@@ -49,16 +49,5 @@ def moves_of(
     return [MoveRecord(r.ply, r.jugada, r.reverso, r.posicion, r.promocion) for r in rows]
 
 
-class MoveRow(rules.Players, Protocol):
+class MoveRow(rules.Players, MoveFields, Protocol):
     """One row of SPAR's read: the game's players, and a move (all None: no move)."""
-
-    @property
-    def ply(self) -> int: ...
-    @property
-    def jugada(self) -> str: ...
-    @property
-    def reverso(self) -> int: ...
-    @property
-    def posicion(self) -> str: ...
-    @property
-    def promocion(self) -> int: ...

@@ -5,6 +5,7 @@ return, free of any wire format (a front end encodes them: ESPOL in ``espol/reco
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from ajedrez.domain.values import (
     BLACK,
@@ -86,6 +87,21 @@ class GameStatus:
         return None
 
 
+class MoveFields(Protocol):
+    """A move as every layer names its fields (a row read, a record, a value)."""
+
+    @property
+    def ply(self) -> int: ...
+    @property
+    def jugada(self) -> str: ...
+    @property
+    def reverso(self) -> int: ...
+    @property
+    def posicion(self) -> str: ...
+    @property
+    def promocion(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class MoveRecord:
     """One SPAR record (and JGDA's fields after the game): ply, coordinate move,
@@ -96,6 +112,13 @@ class MoveRecord:
     reverso: int
     posicion: str
     promocion: int
+
+
+@dataclass(frozen=True)
+class NotatedMove(MoveRecord):
+    """A move with its SAN, as it is stored."""
+
+    san: str
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from sqlalchemy import insert, or_, select, update
 
 from ajedrez.domain.values import REMOVED_GAME, STATUS_ACTIVE, WINNER_BLACK, WINNER_WHITE
 from ajedrez.domain.values import game_name as format_partida
+from ajedrez.domain.views import NotatedMove
 from ajedrez.store import statements as st
 from ajedrez.store.models import (
     Game,
@@ -34,21 +35,6 @@ class AccountFound:
     name: str
     admitted_at: int
     comment: str
-
-
-class MoveValues(Protocol):
-    @property
-    def ply(self) -> int: ...
-    @property
-    def jugada(self) -> str: ...
-    @property
-    def reverso(self) -> int: ...
-    @property
-    def posicion(self) -> str: ...
-    @property
-    def promocion(self) -> int: ...
-    @property
-    def san(self) -> str: ...
 
 
 class GameValues(Protocol):
@@ -81,7 +67,7 @@ class GameValues(Protocol):
     @property
     def finished_at(self) -> int | None: ...
     @property
-    def moves(self) -> Sequence[MoveValues]: ...
+    def moves(self) -> Sequence[NotatedMove]: ...
 
 
 def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
