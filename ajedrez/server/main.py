@@ -343,7 +343,8 @@ async def _serve(
         clock=time[0],
     )
     hub = Hub(db, heartbeat=settings.event_heartbeat, metrics=counted, clock=time[0])
-    service = make_service(accounts, games, Moves.of(db, *time), lim, settings.command_threads)
+    moves = Moves.of(db, *time)
+    service = make_service(accounts, games, moves, lim, settings.command_threads, hub)
     sockets = listeners or {}
     served = [Listener("plain", Connection, settings.port, None, sockets.get("plain"))]
     if tls is not None and settings.tls_port is not None:

@@ -53,7 +53,12 @@ class Listener:
 
 
 def make_service(
-    accounts: Accounts, games: Games, moves: Moves, limits: Limits, command_threads: int = 16
+    accounts: Accounts,
+    games: Games,
+    moves: Moves,
+    limits: Limits,
+    command_threads: int = 16,
+    hub: Hub | None = None,
 ) -> Service:
     """The service with the limits of ``limits``: login throttle, sign-ups per address,
     the threads that hash passwords."""
@@ -73,6 +78,7 @@ def make_service(
         command_threads=command_threads,
         password_threads=lim.max_password_checks,
         subscription_threads=lim.max_subscription_hashes,
+        hub=hub,
     )
 
 

@@ -19,6 +19,7 @@ from ajedrez.domain.live import ChatLine
 from ajedrez.domain.reads import moves_of, status_of
 from ajedrez.domain.rules import move_from_uci
 from ajedrez.domain.views import ClockStatus, GameStatus, GameSummary, LeaveStatus, MoveRecord
+from ajedrez.service.hub import Sink, Stream
 from ajedrez.service.service import Service, not_watching, watches
 from ajedrez.service.work import Work
 
@@ -203,3 +204,17 @@ class Player:
     async def hints(self, game_id: int, square: str) -> list[str]:
         live = self.service.games.live
         return await self._thread("hints", lambda: live.hints(self.id, game_id, square))
+
+    # -- events ----------------------------------------------------------------------------
+
+    def stream(self, sink: Sink, cursor: int | None = None) -> Stream:
+        """The caller's events after ``cursor`` (None: from now on), handed to ``sink``
+        (stored events, then live, with the stream's marks); ``close_stream`` ends it."""
+        hub = self.service.hub
+        if hub is None:
+            raise RuntimeError("this service has no event hub")
+        return hub.open(sink, self.id, cursor)
+
+    def close_stream(self, stream: Stream) -> None:
+        if self.service.hub is not None:
+            self.service.hub.close(stream)

@@ -21,6 +21,7 @@ from ajedrez.domain.errors import Failure, Refusal, TransientStorageError, retry
 from ajedrez.domain.games import Games
 from ajedrez.domain.rules import plays
 from ajedrez.domain.values import game_name
+from ajedrez.service.hub import Hub
 from ajedrez.service.ratelimit import RateLimit
 from ajedrez.service.throttle import LoginThrottle
 from ajedrez.service.work import Work
@@ -40,6 +41,7 @@ class Service:
         *,
         throttle: LoginThrottle | None = None,
         signups: RateLimit | None = None,
+        hub: Hub | None = None,
         command_threads: int = 16,
         password_threads: int = 2,
         subscription_threads: int = 1,
@@ -49,6 +51,7 @@ class Service:
         self.moves = moves
         self.throttle = throttle
         self.signups = signups  # sign-up requests per client address
+        self.hub = hub  # the process's event hub: None where nothing streams
         self.pools = {
             Work.THREAD: ThreadPoolExecutor(command_threads, thread_name_prefix="command"),
             # Password hashes run in their own few threads: that caps the argon2 work at
