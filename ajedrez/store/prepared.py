@@ -15,7 +15,9 @@ Only for statements whose columns need no SQLAlchemy type processing (integers, 
 from __future__ import annotations
 
 from collections import namedtuple
+from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection, exc
@@ -49,6 +51,21 @@ class _Compiled:
     order: tuple[str, ...] | None  # positional paramstyle: the parameters' order
     fixed: dict[str, Any]  # the values of literal parameters (``values(active=True)``)
     row: Any  # a namedtuple class for the selected columns, or None
+    # Positional: the parameters' values in order, from their dict: an itemgetter costs a
+    # quarter of a generator's tuple (0.2 against 0.9 us for 20 parameters, timeit), and a
+    # batch of moves runs its few statements once per move.
+    pick: Callable[[dict[str, Any]], tuple[Any, ...]] | None
+
+
+def _picker(order: tuple[str, ...] | None) -> Callable[[dict[str, Any]], tuple[Any, ...]] | None:
+    if order is None:
+        return None
+    if len(order) == 1:
+        (name,) = order
+        return lambda params: (params[name],)
+    if not order:
+        return lambda _params: ()
+    return itemgetter(*order)
 
 
 # The statement's own type, so that a caller may build on it (``.selected_columns``).
@@ -71,14 +88,14 @@ class Prepared(Generic[S]):
                 columns = self.statement.exported_columns  # type: ignore[attr-defined]
             row = namedtuple("Row", [c.key for c in columns]) if columns is not None else None
             fixed = {k: v for k, v in compiled.params.items() if v is not None}
-            found = _Compiled(str(compiled), order, fixed, row)
+            found = _Compiled(str(compiled), order, fixed, row, _picker(order))
             self._compiled[dialect.name] = found
         return found
 
     def _args(self, compiled: _Compiled, params: dict[str, Any]) -> Any:
         if compiled.fixed:
             params = compiled.fixed | params
-        return params if compiled.order is None else tuple(params[k] for k in compiled.order)
+        return params if compiled.pick is None else compiled.pick(params)
 
     def _execute(
         self, conn: Connection, params: dict[str, Any] | list[dict[str, Any]]
