@@ -134,7 +134,7 @@ class Session:
 
     def _run(self, name: str, args: list[Any]) -> Outcome:
         """Run a command, again if the database rolled it back to break a deadlock."""
-        return self.service.retrying(partial(self._handlers[name], *args), name, self.who())
+        return self.service.retrying(partial(self._handlers[name], *args), name, self.who)
 
     def login_attempt(self, raw: bytes) -> str | None:
         """The user name this line tries a password for: a PASS after USER, or an UNSU

@@ -40,9 +40,11 @@ class Player:
     def id(self) -> int:
         return self.caller.id
 
+    def who(self) -> str:
+        return f"{self.caller.name}@{self.peer}"
+
     async def _thread(self, what: str, work: Callable[[], T]) -> T:
-        who = f"{self.caller.name}@{self.peer}"
-        run = partial(self.service.retrying, work, what, who)
+        run = partial(self.service.retrying, work, what, self.who)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.service.pools[Work.THREAD], run)
 

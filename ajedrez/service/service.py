@@ -70,11 +70,12 @@ class Service:
         for pool in self.pools.values():
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def retrying(self, work: Callable[[], T], what: str, who: str) -> T:
-        """``work``, run again if the database rolled it back to break a deadlock."""
+    def retrying(self, work: Callable[[], T], what: str, who: Callable[[], str]) -> T:
+        """``work``, run again if the database rolled it back to break a deadlock;
+        ``who`` names the caller in the log, asked only then."""
 
         def again(e: TransientStorageError) -> None:
-            log.info("retrying %s for %s after: %s", what, who, e)
+            log.info("retrying %s for %s after: %s", what, who(), e)
 
         return retrying(work, again)
 
