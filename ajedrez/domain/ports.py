@@ -3,7 +3,8 @@
 connection, a future or a thread.
 
 Rows come back as objects with named attributes (``GameRecord`` for a game); lists of
-plain tuples where the domain only passes values on.
+plain tuples where the domain only passes values on. A transaction (:class:`StoreTx`) is
+every kind of row at once, each kind a protocol of its own.
 """
 
 from __future__ import annotations
@@ -54,14 +55,9 @@ class LeaveRecord(Protocol):
     def leave_year(self) -> int | None: ...
 
 
-class StoreTx(Protocol):
-    """One transaction. ``stamp``: the fecha its writes carry (for a sync read, the
-    fecha to hand the client as its next one)."""
+class AccountRows(Protocol):
+    """Users, accounts and sign-up requests."""
 
-    @property
-    def stamp(self) -> int: ...
-
-    # users and accounts
     def user_ref(self, user_id: int) -> Any: ...
     def user_id(self, name: str) -> int | None: ...
     def active_user_id(self, name: str) -> int | None: ...
@@ -84,7 +80,10 @@ class StoreTx(Protocol):
     def accounts(self) -> list[Any]: ...
     def clashing_names(self) -> list[str]: ...
 
-    # challenges
+
+class ChallengeRows(Protocol):
+    """Open challenges, and what went away for a user."""
+
     def challenge_between(self, lo: int, hi: int) -> bool: ...
     def active_game_between(self, lo: int, hi: int) -> bool: ...
     def add_challenge(
@@ -105,7 +104,10 @@ class StoreTx(Protocol):
     def open_challenges(self, user_id: int) -> list[tuple[bool, str, TimeControl | None]]: ...
     def removals_since(self, user_id: int, since: int) -> list[tuple[str, str]]: ...
 
-    # games
+
+class GameRows(Protocol):
+    """Games and their moves."""
+
     def add_game(
         self, white_id: int, black_id: int, fen: str, clock: dict[str, object] | None = None
     ) -> int: ...
@@ -122,7 +124,10 @@ class StoreTx(Protocol):
     def finished_games(self, before: int | None) -> list[Any]: ...
     def delete_games(self, ids: list[int]) -> None: ...
 
-    # clocks and leave
+
+class ClockRows(Protocol):
+    """Running clocks, their deadlines and warnings, and players' leave."""
+
     def next_deadline(self) -> int | None: ...
     def next_warning(self) -> int | None: ...
     def due_warnings(self, now_ms: int, limit: int) -> list[GameRecord]: ...
@@ -136,7 +141,10 @@ class StoreTx(Protocol):
     def leave_of(self, user_id: int) -> LeaveRecord: ...
     def set_leave(self, user_id: int, until_ms: int | None, left_ms: int, year: int) -> None: ...
 
-    # live play: observers, chat, seeks, takeback
+
+class LiveRows(Protocol):
+    """Observers, chat, seeks and takeback requests."""
+
     def serialize(self) -> None: ...
     def lock_user(self, user_id: int) -> None: ...
     def observes(self, game_id: int, user_id: int) -> bool: ...
@@ -164,10 +172,29 @@ class StoreTx(Protocol):
     def move_clock(self, game_id: int, ply: int) -> int | None: ...
     def take_back(self, game_id: int, ply: int, **values: object) -> None: ...
 
-    # what went away, the events of the stream, and the administrator's trail
+
+class JournalRows(Protocol):
+    """What went away, the events of the stream, and the administrator's trail."""
+
     def note_removals(self, kind: str, rows: list[tuple[int, str]]) -> None: ...
     def emit(self, event: Event) -> None: ...
     def audit(self, by: str | None, action: str, target: str = "", detail: str = "") -> None: ...
+
+
+class StoreTx(
+    AccountRows,
+    ChallengeRows,
+    GameRows,
+    ClockRows,
+    LiveRows,
+    JournalRows,
+    Protocol,
+):
+    """One transaction. ``stamp``: the fecha its writes carry (for a sync read, the
+    fecha to hand the client as its next one)."""
+
+    @property
+    def stamp(self) -> int: ...
 
 
 class Store(Protocol):
