@@ -109,6 +109,8 @@ LOSSES: dict[str, tuple[Loss, ...]] = {
             "records of rows 'import espol' wrote",
         ),
     ),
+    # events' data is written back as the stream's text, every row exactly as it was.
+    "0010": (),
 }
 
 

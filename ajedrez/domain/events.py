@@ -2,6 +2,12 @@
 returning an :class:`Event` the domain hands its transaction (``StoreTx.emit``), so an
 event is stored with the change it reports and exists only if that change commits.
 
+An event carries its fields by name, with typed values (``event_kinds.SCHEMA``): a game
+as its id, a flag as a bool, a ply or a time as an int. The store keeps them in a
+neutral encoding (``store/event_data.py``) and gives them back as a
+:class:`StoredEvent`; each front end writes them in its own way on the way out (ESPOL:
+``espol/stream.py``).
+
 Who receives an event is decided here, once, as columns of its row: ``user_a`` and
 ``user_b`` (the two players, or a challenge's two users) and, with ``observers``, the
 users observing ``game_id``.
@@ -9,17 +15,20 @@ users observing ``game_id``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ajedrez.domain import event_kinds as ev
 from ajedrez.domain import rules
-from ajedrez.domain.values import game_name
+
+# A field's value: see event_kinds.TYPES.
+Value = bool | int | str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Event:
     kind: str
-    fields: tuple[str, ...]
+    fields: Mapping[str, Value]  # by name, in the kind's order (event_kinds.SCHEMA)
     at_ms: int
     game_id: int | None = None
     user_a: int | None = None
@@ -27,10 +36,27 @@ class Event:
     actor_id: int | None = None
     observers: bool = False
 
-    @property
-    def data(self) -> str:
-        """The fields as the stream sends them after the kind."""
-        return ":".join(self.fields)
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as the store gives it back: numbered (``id``, the stream's cursor), with
+    its recipients. ``fields`` as :attr:`Event.fields`; an event the store could not
+    read as such (a kind it does not know, written by a newer release; or text an older
+    release wrote) has its fields named ``campo1``, ``campo2``..., each a str."""
+
+    id: int
+    at_ms: int
+    kind: str
+    fields: Mapping[str, Value]
+    game_id: int | None
+    user_a: int | None
+    user_b: int | None
+    actor_id: int | None
+    observers: bool
+
+
+def _fields(kind: str, *values: Value) -> dict[str, Value]:
+    return dict(zip(ev.FIELDS[kind], values, strict=True))
 
 
 def _game(
@@ -39,12 +65,12 @@ def _game(
     players: rules.Players,
     game_id: int,
     actor_id: int | None,
-    *fields: str,
+    *fields: Value,
 ) -> Event:
     """An event of a game: to both players and the game's observers."""
     return Event(
         kind,
-        (game_name(game_id), *fields),
+        _fields(kind, game_id, *fields),
         at_ms,
         game_id,
         players.white_id,
@@ -65,7 +91,8 @@ def challenge_made(
     private: bool,
 ) -> Event:
     (a, a_name), (b, b_name) = challenger, challenged
-    return Event(ev.DESAFIO, (a_name, b_name, control, _flag(private)), at_ms, None, b, a, a)
+    fields = _fields(ev.DESAFIO, a_name, b_name, control, private)
+    return Event(ev.DESAFIO, fields, at_ms, None, b, a, a)
 
 
 def challenge_closed(
@@ -74,7 +101,7 @@ def challenge_closed(
     """Withdrawn when its maker closed it, else declined."""
     (a, a_name), (b, b_name) = challenger, challenged
     kind = ev.DESAFIO_RETIRADO if by_id == a else ev.DESAFIO_RECHAZADO
-    return Event(kind, (a_name, b_name), at_ms, None, b, a, by_id)
+    return Event(kind, _fields(kind, a_name, b_name), at_ms, None, b, a, by_id)
 
 
 def game_started(
@@ -87,7 +114,7 @@ def game_started(
     private: bool,
 ) -> Event:
     (w, w_name), (b, b_name) = white, black
-    fields = (game_name(game_id), w_name, b_name, control, w_name, _flag(private))
+    fields = _fields(ev.INICIO_PARTIDA, game_id, w_name, b_name, control, w_name, private)
     return Event(ev.INICIO_PARTIDA, fields, at_ms, game_id, w, b, actor_id, observers=True)
 
 
@@ -106,8 +133,8 @@ def move_played(
     """``move``: (ply, jugada, promocion, SAN); ``turn``: the name of the player to move."""
     ply, jugada, promocion, san = move
     return _game(
-        ev.FIN_DE_TURNO, at_ms, players, game_id, mover_id, str(ply), jugada, str(promocion),
-        san, turn, fen,
+        ev.FIN_DE_TURNO, at_ms, players, game_id, mover_id, ply, jugada, promocion, san, turn,
+        fen,
     )  # fmt: skip
 
 
@@ -124,19 +151,19 @@ def draw_answered(
 
 def player_left(at_ms: int, players: rules.Players, game_id: int, by: tuple[int, str]) -> Event:
     """ABANDONO of a player: resigned, or left the service."""
-    return _game(ev.ABANDONO, at_ms, players, game_id, by[0], by[1], "0")
+    return _game(ev.ABANDONO, at_ms, players, game_id, by[0], by[1], False)
 
 
 def observer_joined(at_ms: int, players: rules.Players, game_id: int, by: tuple[int, str]) -> Event:
-    return _game(ev.INCORPORACION, at_ms, players, game_id, by[0], by[1], "1")
+    return _game(ev.INCORPORACION, at_ms, players, game_id, by[0], by[1], True)
 
 
 def observer_left(at_ms: int, players: rules.Players, game_id: int, by: tuple[int, str]) -> Event:
-    return _game(ev.ABANDONO, at_ms, players, game_id, by[0], by[1], "1")
+    return _game(ev.ABANDONO, at_ms, players, game_id, by[0], by[1], True)
 
 
 def game_ended(at_ms: int, players: rules.Players, game_id: int, winner: int, reason: str) -> Event:
-    return _game(ev.FINALIZACION, at_ms, players, game_id, None, str(winner), reason)
+    return _game(ev.FINALIZACION, at_ms, players, game_id, None, winner, reason)
 
 
 def chat_said(
@@ -148,9 +175,10 @@ def chat_said(
     whisper: bool,
 ) -> Event:
     """A player's message reaches the players alone; an observer's, the observers."""
-    fields = (game_name(game_id), by[1], text)
     if whisper:
+        fields = _fields(ev.SUSURRO, game_id, by[1], text)
         return Event(ev.SUSURRO, fields, at_ms, game_id, None, None, by[0], observers=True)
+    fields = _fields(ev.CHAT, game_id, by[1], text)
     return Event(ev.CHAT, fields, at_ms, game_id, players.white_id, players.black_id, by[0])
 
 
@@ -169,19 +197,15 @@ def takeback_answered(
     """``fen``: the position after the move of ``ply`` was taken back; None: declined."""
     if fen is None:
         return _game(ev.RETROCESO_RECHAZADO, at_ms, players, game_id, by[0], by[1])
-    return _game(ev.RETROCESO_ACEPTADO, at_ms, players, game_id, by[0], by[1], str(ply), fen)
+    return _game(ev.RETROCESO_ACEPTADO, at_ms, players, game_id, by[0], by[1], ply, fen)
 
 
 def clock_warning(
     at_ms: int, game_id: int, player: tuple[int, str], left_ms: int, deadline_ms: int
 ) -> Event:
     """To the player whose clock runs, alone."""
-    fields = (game_name(game_id), player[1], str(left_ms), str(deadline_ms))
+    fields = _fields(ev.AVISO_RELOJ, game_id, player[1], left_ms, deadline_ms)
     return Event(ev.AVISO_RELOJ, fields, at_ms, game_id, player[0])
-
-
-def _flag(value: bool) -> str:
-    return "1" if value else "0"
 
 
 # -- players ------------------------------------------------------------------------------
@@ -189,8 +213,10 @@ def _flag(value: bool) -> str:
 
 def leave_started(at_ms: int, user: tuple[int, str], until_ms: int, opponent: int) -> Event:
     """To one opponent of the player (one event each)."""
-    return Event(ev.LICENCIA, (user[1], str(until_ms)), at_ms, None, opponent, None, user[0])
+    fields = _fields(ev.LICENCIA, user[1], until_ms)
+    return Event(ev.LICENCIA, fields, at_ms, None, opponent, None, user[0])
 
 
 def leave_ended(at_ms: int, user: tuple[int, str], opponent: int) -> Event:
-    return Event(ev.FIN_LICENCIA, (user[1],), at_ms, None, opponent, None, user[0])
+    fields = _fields(ev.FIN_LICENCIA, user[1])
+    return Event(ev.FIN_LICENCIA, fields, at_ms, None, opponent, None, user[0])

@@ -25,13 +25,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, cast
 
+from ajedrez.domain.events import StoredEvent
 from ajedrez.espol.codes import Reply
 from ajedrez.espol.commands import line_spec
 from ajedrez.espol.framing import OVERLONG, LineBuffer, encode_reply
 from ajedrez.espol.session import Outcome, Session, StreamAsk
 from ajedrez.espol.stream import stream_frame
 from ajedrez.service.frontend import Host, Turnaway
-from ajedrez.service.hub import Stream
+from ajedrez.service.hub import Marker, Stream
 from ajedrez.service.login import LoginGate
 from ajedrez.service.throttle import LoginThrottle
 from ajedrez.service.work import Work, when_done
@@ -175,7 +176,7 @@ class Connection(asyncio.Protocol):
 
     # -- the event stream (EVEN) -------------------------------------------------------
 
-    def send_event(self, item: Any) -> bool:
+    def send_event(self, item: StoredEvent | Marker) -> bool:
         """Write one event or mark of the stream (``hub.Sink``); False once the client
         stops reading."""
         if self.closing or self.transport is None or self.transport.is_closing():

@@ -174,7 +174,7 @@ class PrometheusMetrics(Metrics):
             elif e.kind == ev.INICIO_PARTIDA:
                 self.games_started.inc()
             elif e.kind == ev.FINALIZACION:
-                reason = e.fields[-1] or "unknown"
+                reason = str(e.fields.get("motivo") or "unknown")
                 self.games_ended.labels(reason).inc()
                 if reason == END_TIMEOUT:
                     self.timeouts.inc()

@@ -4,7 +4,9 @@
 Events are stored by the transactions that make them, numbered in commit order, so the
 store is the only source: the :class:`Hub` reads every event after the last it saw
 whenever it is woken (this process committed some, PostgreSQL notified, or its poll
-came round) and hands each to the streams of its recipients. A stream first catches up
+came round) and hands each to the streams of its recipients: one ``StoredEvent``,
+decoded once by the store, for all of them, so a front end that memoises its encoding
+encodes an event once however many streams send it. A stream first catches up
 from the store (its user's events after the client's cursor), holding live events
 meanwhile, then goes live. A stream whose client does not read fast enough stops taking
 live events and, once the client reads again, catches up from the store: nothing is
@@ -17,13 +19,14 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
 from ajedrez.domain import event_kinds as ev
 from ajedrez.domain.clocks import Clock, SystemClock
+from ajedrez.domain.events import StoredEvent
 from ajedrez.service.metrics import Metrics
 from ajedrez.store.db import Database
 from ajedrez.store.events import EventReads
@@ -53,18 +56,20 @@ class Marker:
 class Sink(Protocol):
     """What a stream writes to: its connection, which encodes what it is given."""
 
-    def send_event(self, item: Any) -> bool:
-        """Send ``item``: a stored event's row (id, at_ms, kind, data) or a
-        :class:`Marker`. False when the client is not reading (the stream then waits for
-        :meth:`Stream.writable`)."""
+    def send_event(self, item: StoredEvent | Marker) -> bool:
+        """Send ``item``: a stored event (the same value to every stream it goes to, so
+        a front end may encode it once) or a :class:`Marker`. False when the client is
+        not reading (the stream then waits for :meth:`Stream.writable`)."""
         ...
 
 
-def _observer_change(row: Any) -> str | None:
-    """INCORPORACION or ABANDONO when ``row`` says an observer joined or left a game."""
-    if row.kind not in (ev.INCORPORACION, ev.ABANDONO) or row.actor_id is None:
+def _observer_change(event: StoredEvent) -> tuple[str, int, int] | None:
+    """(INCORPORACION or ABANDONO, the user, the game) when ``event`` says an observer
+    joined or left a game."""
+    user, game = event.actor_id, event.game_id
+    if event.kind not in (ev.INCORPORACION, ev.ABANDONO) or user is None or game is None:
         return None
-    return str(row.kind) if row.data.rsplit(":", 1)[-1] == "1" else None
+    return (event.kind, user, game) if event.fields.get("observador") is True else None
 
 
 class Hub:
@@ -172,40 +177,40 @@ class Hub:
                             return
                         continue
                 try:
-                    rows = await self.reads.after(self.last, HUB_PAGE)
+                    page = await self.reads.after(self.last, HUB_PAGE)
                 except Exception as e:
                     log.warning("event stream: cannot read events: %s", e)
                     self.metrics.store_error("events")
                     return
-                for row in rows:
-                    self._dispatch(row)
-                    self.last = row.id
-                if len(rows) < HUB_PAGE and not self._again:
+                for event in page:
+                    self._dispatch(event)
+                    self.last = event.id
+                if len(page) < HUB_PAGE and not self._again:
                     return
         finally:
             self._reading = False
 
-    def _dispatch(self, row: Any) -> None:
+    def _dispatch(self, event: StoredEvent) -> None:
         # An observer's streams take the game's events from the one saying they joined,
         # up to the one saying they left.
-        observer = _observer_change(row)
-        if observer == ev.INCORPORACION:
-            for stream in self.by_user.get(row.actor_id, set()):
-                self._watch(stream, row.game_id)
+        observer = _observer_change(event)
+        if observer is not None and observer[0] == ev.INCORPORACION:
+            for stream in self.by_user.get(observer[1], set()):
+                self._watch(stream, observer[2])
         # The players first: a game with many observers makes them wait for none.
         players: set[Stream] = set()
-        for user in (row.user_a, row.user_b):
+        for user in (event.user_a, event.user_b):
             if user is not None:
                 players |= self.by_user.get(user, set())
         for stream in players:
-            stream.live(row)
-        if row.observers and row.game_id is not None:
-            for stream in self.watching.get(row.game_id, ()):
+            stream.live(event)
+        if event.observers and event.game_id is not None:
+            for stream in self.watching.get(event.game_id, ()):
                 if stream not in players:
-                    stream.live(row)
-        if observer == ev.ABANDONO:
-            for stream in self.by_user.get(row.actor_id, set()):
-                self._unwatch(stream, row.game_id)
+                    stream.live(event)
+        if observer is not None and observer[0] == ev.ABANDONO:
+            for stream in self.by_user.get(observer[1], set()):
+                self._unwatch(stream, observer[2])
 
     # -- streams -----------------------------------------------------------------------------
 
@@ -258,7 +263,7 @@ class Stream:
         self.games: set[int] = set()  # observed
         self.sent = 0  # the cursor of the last event sent (or skipped as not newer)
         self.is_live = False
-        self.pending: list[Any] = []  # live events that came while catching up
+        self.pending: list[StoredEvent] = []  # live events that came while catching up
         self.overflow = False
         self.stalled = False  # the client stopped reading: see writable()
         self.catching_up = True  # live events wait in ``pending`` until it is live
@@ -301,7 +306,7 @@ class Stream:
             return pruned
         return None
 
-    async def _from_store(self, read: Callable[[], asyncio.Future[list[Any]]]) -> list[Any]:
+    async def _from_store(self, read: Callable[[], Awaitable[list[Any]]]) -> list[Any]:
         """What ``read`` gets from the store, asked again after a pause while it fails."""
         while True:
             try:
@@ -318,13 +323,13 @@ class Stream:
         self.is_live = False
         try:
             while True:
-                rows = await self._from_store(
+                page = await self._from_store(
                     lambda: self.hub.reads.of_user(self.user_id, self.sent, CATCH_UP_PAGE)
                 )
-                for row in rows:
-                    if not self._send(row):
+                for event in page:
+                    if not self._send(event):
                         return  # stalled: writable() starts again from self.sent
-                if len(rows) == CATCH_UP_PAGE:
+                if len(page) == CATCH_UP_PAGE:
                     continue
                 if self.overflow:  # some live events were not kept: read them again
                     self.overflow = False
@@ -345,8 +350,8 @@ class Stream:
 
     def _flush_pending(self) -> None:
         pending, self.pending = self.pending, []
-        for row in pending:
-            if not self._send(row):
+        for event in pending:
+            if not self._send(event):
                 return
 
     @property
@@ -354,12 +359,12 @@ class Stream:
         """The cursor the client may store now: every event of its user up to it was sent."""
         return max(self.sent, self.hub.last) if self.is_live else self.sent
 
-    def live(self, row: Any) -> None:
+    def live(self, event: StoredEvent) -> None:
         if self.is_live:
-            self._send(row)
+            self._send(event)
         elif self.catching_up and not self.stalled:
             if len(self.pending) < PENDING_LIMIT:
-                self.pending.append(row)
+                self.pending.append(event)
             else:
                 self.overflow = True
         # stalled: the catch-up after writable() reads it from the store
@@ -369,14 +374,14 @@ class Stream:
         if self.is_live and self.last_write <= quiet_since:
             self._write(Marker(Mark.HEARTBEAT, self.cursor))
 
-    def _send(self, row: Any) -> bool:
-        if row.id <= self.sent:
+    def _send(self, event: StoredEvent) -> bool:
+        if event.id <= self.sent:
             return True  # sent already (a catch-up page and a live event overlap)
-        self.sent = row.id
-        self.hub.metrics.event_sent(row.at_ms, self.hub.clock.now_ms(), live=self.is_live)
-        return self._write(row)
+        self.sent = event.id
+        self.hub.metrics.event_sent(event.at_ms, self.hub.clock.now_ms(), live=self.is_live)
+        return self._write(event)
 
-    def _write(self, item: Any) -> bool:
+    def _write(self, item: StoredEvent | Marker) -> bool:
         assert self.hub._loop is not None
         self.last_write = self.hub._loop.time()
         if self.sink.send_event(item):

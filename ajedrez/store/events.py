@@ -1,6 +1,7 @@
 """The stored event stream as the server reads it: every event after a cursor (a
 process's hub), one user's events after a cursor (a stream catching up), the counter.
-Each read is queued like a STAT (``Database.read_later``) and returns a future.
+Each read is queued like a STAT (``Database.read_later``); events come back as
+:class:`StoredEvent` values, their data decoded once (``event_data.py``).
 
 Events are written by the transactions that make them (``Tx.emit``, ``Tx.flush_events``);
 what tells a process that some have committed is the database's (``Database.on_events``).
@@ -13,8 +14,10 @@ from typing import Any
 
 from sqlalchemy import delete, select, update
 
+from ajedrez.domain.events import StoredEvent
 from ajedrez.store import statements as st
 from ajedrez.store.db import Database
+from ajedrez.store.event_data import stored
 from ajedrez.store.models import Event, EventCounter
 
 PRUNE_BATCH = 5000  # events looked at, and removed, per transaction
@@ -28,14 +31,16 @@ class EventReads:
         """The counter's row: ``last`` (the newest id given) and ``pruned_through``."""
         return self.db.read_later(st.EVENT_HORIZON)
 
-    def after(self, cursor: int, limit: int) -> asyncio.Future[list[Any]]:
+    async def after(self, cursor: int, limit: int) -> list[StoredEvent]:
         """Up to ``limit`` events after ``cursor``, every recipient's, in order."""
-        return self.db.read_later(st.EVENTS_AFTER, after=cursor, n=limit)
+        rows = await self.db.read_later(st.EVENTS_AFTER, after=cursor, n=limit)
+        return [stored(row) for row in rows]
 
-    def of_user(self, user_id: int, cursor: int, limit: int) -> asyncio.Future[list[Any]]:
+    async def of_user(self, user_id: int, cursor: int, limit: int) -> list[StoredEvent]:
         """Up to ``limit`` of the user's events after ``cursor``, in order: as a player,
         and of the games the user observes now."""
-        return self.db.read_later(st.USER_EVENTS_AFTER, uid=user_id, after=cursor, n=limit)
+        rows = await self.db.read_later(st.USER_EVENTS_AFTER, uid=user_id, after=cursor, n=limit)
+        return [stored(row) for row in rows]
 
     def observed(self, user_id: int) -> asyncio.Future[list[Any]]:
         """The games the user observes (rows of one column, ``game_id``)."""

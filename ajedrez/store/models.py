@@ -288,7 +288,8 @@ class Event(Base):
     commit, so ids become visible in their order and a reader that has seen id ``n`` has
     seen every committed id below it. Who receives an event: ``user_a`` and ``user_b``
     (the players, or a challenge's two users) and, when ``observers`` is set, whoever
-    observes ``game_id``. ``data`` is the event's fields as the stream sends them."""
+    observes ``game_id``. ``data`` is the event's fields, a JSON object of the named
+    fields (``store/event_data.py``), which each front end writes its own way."""
 
     __tablename__ = "events"
 

@@ -14,6 +14,7 @@ from sqlalchemy import Connection, insert
 from ajedrez.domain.events import Event
 from ajedrez.store import statements as st
 from ajedrez.store.account_queries import AccountQueries
+from ajedrez.store.event_data import encode as encode_fields
 from ajedrez.store.game_queries import GameQueries
 from ajedrez.store.live_queries import LiveQueries
 from ajedrez.store.models import AdminAudit, Removal
@@ -59,7 +60,7 @@ class Tx(GameQueries, AccountQueries, LiveQueries):
                     "user_b": e.user_b,
                     "actor_id": e.actor_id,
                     "observers": e.observers,
-                    "data": e.data,
+                    "data": encode_fields(e.fields),
                 }
                 for i, e in enumerate(events)
             ],

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ajedrez.domain.events import StoredEvent, Value
 from ajedrez.espol.codes import Reply
 from ajedrez.espol.framing import decode_header
 from ajedrez.espol.stream import stream_frame
@@ -23,25 +24,12 @@ from ajedrez.service.hub import Hub, Stream
 HEADER = 6
 
 
-@dataclass(frozen=True)
-class Row:
-    id: int
-    at_ms: int
-    kind: str
-    data: str
-    game_id: int | None
-    user_a: int | None
-    user_b: int | None
-    actor_id: int | None
-    observers: bool
-
-
 @dataclass
 class Log:
     """The events table and the observers table, read the way ``EventReads`` reads them.
     Each read is a future the test completes with ``settle`` (or at once, ``eager``)."""
 
-    rows: list[Row] = field(default_factory=list)
+    rows: list[StoredEvent] = field(default_factory=list)
     observing: set[tuple[int, int]] = field(default_factory=set)  # (game, user)
     eager: bool = True
     waiting: list[tuple[asyncio.Future[list[Any]], Callable[[], list[Any]]]] = field(
@@ -49,12 +37,12 @@ class Log:
     )
     pruned_through: int = 0
 
-    def add(self, kind: str, data: str, **who: Any) -> Row:
-        row = Row(
+    def add(self, kind: str, fields: dict[str, Value], **who: Any) -> StoredEvent:
+        row = StoredEvent(
             len(self.rows) + 1 + self.pruned_through,
             1_000,
             kind,
-            data,
+            fields,
             who.get("game_id"),
             who.get("user_a"),
             who.get("user_b"),
@@ -94,7 +82,7 @@ class Log:
         return self._read(lambda: [r for r in self.rows if r.id > cursor][:limit])
 
     def of_user(self, user_id: int, cursor: int, limit: int) -> asyncio.Future[list[Any]]:
-        def mine(r: Row) -> bool:
+        def mine(r: StoredEvent) -> bool:
             watching = r.observers and (r.game_id, user_id) in self.observing
             return user_id in (r.user_a, r.user_b) or watching
 
@@ -155,9 +143,13 @@ def started_hub(loop: asyncio.AbstractEventLoop, log: Log) -> Hub:
     return hub
 
 
-def move(log: Log, n: int, a: int = 1, b: int = 2, game: int = 7) -> Row:
-    return log.add("FIN_DE_TURNO", f"P{game:07d}:{n}", game_id=game, user_a=a, user_b=b,
-                   actor_id=a, observers=True)  # fmt: skip
+def move(log: Log, n: int, a: int = 1, b: int = 2, game: int = 7) -> StoredEvent:
+    fields: dict[str, Value] = {
+        "partida": game, "jugada_n": n, "jugada": "e2e4", "promocion": 0, "san": "e4",
+        "turno": "bob", "fen": "8/8/8/8/8/8/8/8 w - - 0 1",
+    }  # fmt: skip
+    return log.add("FIN_DE_TURNO", fields, game_id=game, user_a=a, user_b=b, actor_id=a,
+                   observers=True)  # fmt: skip
 
 
 def open_stream(loop, hub: Hub, user: int, cursor: int | None) -> tuple[Stream, Sink]:
@@ -208,7 +200,9 @@ def test_a_cursor_gets_the_stored_events_then_601_then_live(loop):
     log = Log()
     for n in range(1, 6):
         move(log, n)
-    log.add("DESAFIO", "x:y:none:0", user_a=3, user_b=4)  # not user 2's
+    challenge: dict[str, Value] = {"retador": "x", "retado": "y", "control": "none",
+                                   "privada": False}  # fmt: skip
+    log.add("DESAFIO", challenge, user_a=3, user_b=4)  # not user 2's
     hub = started_hub(loop, log)
     _stream, sink = open_stream(loop, hub, 2, 2)
     assert sink.events() == [3, 4, 5]
@@ -324,14 +318,15 @@ def test_an_observer_gets_the_game_from_joining_to_leaving(loop):
     _stream, sink = open_stream(loop, hub, 9, None)
     move(log, 1)  # not observed yet
     log.observing.add((7, 9))
-    log.add("INCORPORACION", "P0000007:eve:1", game_id=7, user_a=1, user_b=2, actor_id=9,
-            observers=True)  # fmt: skip
+    eve: dict[str, Value] = {"partida": 7, "usuario": "eve", "observador": True}
+    log.add("INCORPORACION", eve, game_id=7, user_a=1, user_b=2, actor_id=9, observers=True)
     move(log, 2)
-    log.add("CHAT", "P0000007:ana:hola", game_id=7, user_a=1, user_b=2, actor_id=1)
-    log.add("SUSURRO", "P0000007:eve:hi", game_id=7, actor_id=9, observers=True)
-    log.observing.discard((7, 9))
-    log.add("ABANDONO", "P0000007:eve:1", game_id=7, user_a=1, user_b=2, actor_id=9,
+    log.add("CHAT", {"partida": 7, "usuario": "ana", "texto": "hola"}, game_id=7, user_a=1,
+            user_b=2, actor_id=1)  # fmt: skip
+    log.add("SUSURRO", {"partida": 7, "usuario": "eve", "texto": "hi"}, game_id=7, actor_id=9,
             observers=True)  # fmt: skip
+    log.observing.discard((7, 9))
+    log.add("ABANDONO", eve, game_id=7, user_a=1, user_b=2, actor_id=9, observers=True)
     move(log, 3)
     hub.wake()
     run(loop)

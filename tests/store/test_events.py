@@ -26,7 +26,7 @@ JOIN_SECONDS = 120
 
 
 def event(n: int, at_ms: int = 1_000) -> Event:
-    return Event("TABLAS", (f"P{n:07d}", "ana"), at_ms, n, 1, 2, 1, observers=True)
+    return Event("TABLAS", {"partida": n, "usuario": "ana"}, at_ms, n, 1, 2, 1, observers=True)
 
 
 def read_after(db: Database, cursor: int, limit: int = 1000) -> list[int]:

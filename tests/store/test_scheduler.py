@@ -10,6 +10,7 @@ a ``FakeClock``: time passes only when the test moves it.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections import Counter
@@ -450,18 +451,17 @@ def test_the_next_deadline_query_uses_its_index(store):
 # -- clock warnings (AVISO_RELOJ) ---------------------------------------------------------------
 
 
-def stored_events(db: Database, kind: str) -> list[tuple[int | None, str]]:
-    """(recipient, data) of the stored events of ``kind``, in order."""
+def stored_events(db: Database, kind: str) -> list[tuple[int | None, dict[str, object]]]:
+    """(recipient, fields) of the stored events of ``kind``, in order."""
     with db.engine.connect() as c:
         rows = c.execute(
             text("SELECT user_a, data FROM events WHERE kind = :k ORDER BY id"), {"k": kind}
         ).all()
-    return [(r.user_a, r.data) for r in rows]
+    return [(r.user_a, json.loads(r.data)) for r in rows]
 
 
 def test_clock_warnings_go_once_each_to_the_player_to_move(store):
     white, [(game, black)] = store.games_against("3d", 1)
-    pid = f"P{game:07d}"
     name = {white: None, black: None}
     with store.db.engine.connect() as c:
         for uid in name:
@@ -475,7 +475,7 @@ def test_clock_warnings_go_once_each_to_the_player_to_move(store):
     assert store.time.warn_due() == [(game, name[white])]
     assert store.time.warn_due() == []  # once
     assert stored_events(store.db, "AVISO_RELOJ") == [
-        (white, f"{pid}:{name[white]}:{DAY_MS}:{deadline}")
+        (white, {"partida": game, "usuario": name[white], "restante": DAY_MS, "limite": deadline})
     ]
     tenth = deadline - 3 * DAY_MS // 10
     assert store.time.next_warning() == tenth
@@ -484,7 +484,12 @@ def test_clock_warnings_go_once_each_to_the_player_to_move(store):
     assert store.time.next_warning() is None  # nothing left this turn
     assert stored_events(store.db, "AVISO_RELOJ")[-1] == (
         white,
-        f"{pid}:{name[white]}:{3 * DAY_MS // 10 - 5 * SECOND_MS}:{deadline}",
+        {
+            "partida": game,
+            "usuario": name[white],
+            "restante": 3 * DAY_MS // 10 - 5 * SECOND_MS,
+            "limite": deadline,
+        },
     )
 
     store.play([(white, game, E2E4)])  # black's turn: a day before its own deadline

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,7 +46,8 @@ from ajedrez.domain.values import (
     WINNER_WHITE,
 )
 from ajedrez.domain.views import MoveRecord
-from ajedrez.store import imported
+from ajedrez.espol.stream import event_data as espol_data
+from ajedrez.store import event_data, imported
 from ajedrez.store.db import Database
 from ajedrez.store.eager import blocking
 from ajedrez.store.migrate import alembic_config, revisions
@@ -125,6 +127,7 @@ class Built:
     games: list[GameSpec] = field(default_factory=list)
     wins: dict[str, int] = field(default_factory=dict)
     events: int = 0
+    said: list[tuple[str, dict[str, object]]] = field(default_factory=list)  # the events
     chat: list[str] = field(default_factory=list)
     audit: list[str] = field(default_factory=list)
     imported: list[tuple[str, str, str]] = field(default_factory=list)  # from 0009
@@ -433,6 +436,32 @@ def _insert_live(conn: Connection, built: Built, revision: str) -> None:
             START_MS - HOUR_MS, players, castles.game_id, (built.ids["eva"], "eva")
         )
     )
+    # The game's last move, as FIN_DE_TURNO told it.
+    ply, last = len(castles.moves), castles.moves[-1]
+    mover, turn = (castles.white, castles.black) if ply % 2 else (castles.black, castles.white)
+    board = replay(None, castles.moves[:-1])
+    said.append(
+        events.move_played(
+            START_MS - HOUR_MS + 1,
+            players,
+            castles.game_id,
+            built.ids[mover],
+            (ply, last.uci()[:4], 0, board.san(last)),
+            turn,
+            castles.fen,
+        )
+    )
+    if since(revision, "0007"):
+        said.append(
+            events.chat_said(
+                START_MS - HOUR_MS + 2,
+                players,
+                castles.game_id,
+                (built.ids["ana"], "ana"),
+                "¡suerte! 1:0, ¿o 0:1?",
+                False,
+            )
+        )
     for number, event in enumerate(said, start=1):
         _insert(
             conn,
@@ -446,9 +475,15 @@ def _insert_live(conn: Connection, built: Built, revision: str) -> None:
                 "user_b": event.user_b,
                 "actor_id": event.actor_id,
                 "observers": event.observers,
-                "data": event.data,
+                # Until 0010, the fields as ESPOL's stream sends them.
+                "data": (
+                    event_data.encode(event.fields)
+                    if since(revision, "0010")
+                    else espol_data(event.kind, event.fields)
+                ),
             },
         )
+        built.said.append((event.kind, dict(event.fields)))
     conn.execute(text("UPDATE event_counter SET last = :n WHERE id = 1"), {"n": len(said)})
     built.events = len(said)
     _insert(
@@ -595,6 +630,8 @@ def check(database: Database, built: Built, kept: str | None = None) -> None:
             for t in ("events", "observers", "chat_messages", "seeks", "takebacks")
         }
     assert counted["events"] == (built.events if since(kept, "0006") else 0)
+    if since(kept, "0006"):
+        assert stored_events(database, built.events) == built.said
     assert counted["observers"] == (1 if since(kept, "0006") else 0)
     if since(kept, "0006"):
         assert games.live.observers(ids["eva"], castles.game_id) == ["eva"]
@@ -665,6 +702,20 @@ def imported_keys(database: Database) -> list[tuple[str, str, str]]:
         keys += [("game", s, c) for s, c in imported.recorded(tx, "game", ["P0000099"])]
         keys += [("challenge", s, c) for s, c in imported.recorded(tx, "challenge", ["eva"])]
     return keys
+
+
+def stored_events(database: Database, through: int) -> list[tuple[str, dict[str, object]]]:
+    """(kind, fields) of the events up to id ``through``, each stored as JSON (0010)."""
+    with database.engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT kind, data FROM events WHERE id <= :n ORDER BY id"), {"n": through}
+        ).all()
+    found = []
+    for row in rows:
+        fields = json.loads(row.data)
+        assert row.data == event_data.encode(fields), row.data  # compact, as the store writes
+        found.append((row.kind, fields))
+    return found
 
 
 def audit_actions(database: Database) -> list[str]:
