@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from ajedrez import __version__
 from ajedrez.domain.accounts import Accounts
@@ -22,7 +23,6 @@ from ajedrez.domain.games import Games
 from ajedrez.domain.timecontrol import DAY_MS, parse_control
 from ajedrez.espol.connection import Connection
 from ajedrez.server import logs, loops, metrics, notify
-from ajedrez.server.monitor import Health, Monitor
 from ajedrez.server.prefork import Listeners, Master, open_listener
 from ajedrez.server.reactor import LISTEN_BACKLOG, Listener, Reactor, make_service, tls_context
 from ajedrez.server.scheduler import Scheduler
@@ -40,6 +40,10 @@ from ajedrez.store.writer_process import (
     serve_writes,
     writer_address,
 )
+
+if TYPE_CHECKING:
+    # The operators' listener (aiohttp, 10 MiB) is imported only when it is asked for.
+    from ajedrez.server.monitor import Health, Monitor
 
 log = logging.getLogger("ajedrez")
 
@@ -139,6 +143,8 @@ def _run(
 
 def _monitor(settings: Settings, directory: str, health: Health) -> Monitor | None:
     """The /healthz and /metrics listener, started; None (logged) if it cannot listen."""
+    from ajedrez.server.monitor import Monitor
+
     assert settings.metrics_port is not None
     try:
         monitor = Monitor(settings.metrics_host, settings.metrics_port, health, directory)
