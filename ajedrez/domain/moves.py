@@ -11,9 +11,8 @@ made here, on the rows it reads.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import chess
 
@@ -68,9 +67,10 @@ class MoveRows(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class MoveWrite:
-    """A checked move as it is stored, with its game's state after it."""
+class MoveWrite(NamedTuple):
+    """A checked move as it is stored, with its game's state after it. A named tuple: one
+    is made per move, and a frozen dataclass's ``__init__`` costs four times as much (1.3
+    against 0.3 us for 13 fields, timeit)."""
 
     game_id: int
     move: MoveRecord
