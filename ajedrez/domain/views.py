@@ -21,7 +21,8 @@ NO_CLOCK_RUNS = "-"  # ClockStatus.waiting when no clock runs
 
 @dataclass(frozen=True)
 class GameSummary:
-    """One PPEN record. ``opponent_color`` is the colour the *opponent* plays."""
+    """One of a player's games, in a list of them (ESPOL: a PPEN record).
+    ``opponent_color`` is the colour the *opponent* plays."""
 
     game: str
     opponent: str
@@ -39,7 +40,8 @@ class GameSummary:
 
 @dataclass(frozen=True)
 class GameStatus:
-    """The STAT record. ``fecha`` is the game's last change, ``color`` the caller's."""
+    """A game's status as the caller sees it (ESPOL: the STAT record). ``fecha`` is the
+    game's last change (seconds), ``color`` the caller's (``OBSERVER`` for an observer)."""
 
     game: str
     white: str
@@ -104,8 +106,10 @@ class MoveFields(Protocol):
 
 @dataclass(frozen=True)
 class MoveRecord:
-    """One SPAR record (and JGDA's fields after the game): ply, coordinate move,
-    reverso, posicion (``ffTT``), promocion."""
+    """A move: its ply, the coordinate move (``e2e4``), ``reverso`` (a flag kept with the
+    move for the client that sent it), ``posicion`` (the squares' codes, ``ffTT``, a1=00)
+    and ``promocion`` (0 none, 2 knight, 3 bishop, 4 rook, 5 queen). ESPOL: a SPAR record,
+    and JGDA's fields after the game."""
 
     ply: int
     jugada: str
@@ -123,8 +127,8 @@ class NotatedMove(MoveRecord):
 
 @dataclass(frozen=True)
 class ClockStatus:
-    """The RELJ record: a game's clocks at the server's ``now_ms`` (docs/protocol.md,
-    RELJ). Banks and times in milliseconds; 0 for "none" where a time is optional."""
+    """A game's clocks at the server's ``now_ms`` (ESPOL: the RELJ record). Banks and
+    times in milliseconds; 0 for "none" where a time is optional."""
 
     game: str
     now_ms: int
@@ -146,8 +150,8 @@ class ClockStatus:
 
 @dataclass(frozen=True)
 class LeaveStatus:
-    """The LICE record: when the caller's leave ends (0: not on leave) and the leave
-    left this year after it, in milliseconds."""
+    """A player's leave (ESPOL: the LICE record): when it ends (0: not on leave) and the
+    leave left this year after it, in milliseconds."""
 
     until_ms: int
     left_ms: int
