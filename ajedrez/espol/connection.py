@@ -1,13 +1,13 @@
 """One client connection on the event loop: bytes in, lines to its session, replies out.
 
 An ``asyncio.Protocol``, not a stream and a task: a line that runs on the loop (its
-command's ``Runs`` is LOOP or QUEUE in the command table) is answered in the callback
-that read it, or, when the store has queued work for it, in the callback that completes
-that work. With a task per connection every request cost two more wake-ups of the task,
-each a turn of the loop later (``docs/performance.md``).
+command's ``runs`` is ``Work.LOOP`` or ``Work.QUEUE``, service/work.py) is answered in
+the callback that read it, or, when the store has queued work for it, in the callback
+that completes that work. With a task per connection every request cost two more
+wake-ups of the task, each a turn of the loop later (``docs/performance.md``).
 
-This is the one dispatcher: :meth:`Connection._pump` reads each line's ``Runs`` and
-runs it on the loop or on the pool the table names.
+This is the one dispatcher: :meth:`Connection._pump` reads where each line runs and
+runs it on the loop or on the service's pool of that name.
 
 Lines run one at a time, in order: while one waits (for the store's queue or a thread)
 the lines behind it stay queued and reading pauses, as it does while the client is not

@@ -261,7 +261,7 @@ class Session:
         ranking = self.games.ranking()
         return self._records(Reply.S_SRNK, [RankEntry(n, w).encode() for n, w in ranking])
 
-    # STAT, SPAR and JGDA run on the loop (Runs.QUEUE): each hands the store its work.
+    # STAT, SPAR and JGDA run on the loop (Work.QUEUE): each hands the store its work.
 
     def do_STAT(self, game_id: int) -> Outcome:
         me = self._me.id

@@ -136,16 +136,20 @@ class Hub:
     async def _poll(self) -> None:
         while True:
             await asyncio.sleep(self.db.event_poll)
-            try:
-                rows = await self.reads.horizon()
-            except Exception as e:
-                log.warning("event stream: cannot read the counter: %s", e)
-                self.metrics.store_error("events")
-                continue
-            if not rows:
-                continue
-            if int(rows[0].last) > self.last:
+            newest = await self._newest()
+            if newest is not None and newest > self.last:
                 self.wake()
+
+    async def _newest(self) -> int | None:
+        """The events counter: the newest event's id (None: the store cannot say now,
+        logged and counted)."""
+        try:
+            rows = await self.reads.horizon()
+        except Exception as e:
+            log.warning("event stream: cannot read the counter: %s", e)
+            self.metrics.store_error("events")
+            return None
+        return int(rows[0].last) if rows else None
 
     async def _beat(self) -> None:
         # Each stream gets a heartbeat after between one and two heartbeats of silence.
@@ -164,15 +168,11 @@ class Hub:
                 if not self.by_user:
                     # Nobody streams: only the newest id matters (a stream opened later
                     # starts after it), so read the counter's one row, not every event.
-                    try:
-                        horizon = await self.reads.horizon()
-                    except Exception as e:
-                        log.warning("event stream: cannot read the counter: %s", e)
-                        self.metrics.store_error("events")
+                    newest = await self._newest()
+                    if newest is None:
                         return
                     if not self.by_user:  # else a stream opened meanwhile: read its events
-                        if horizon:
-                            self.last = max(self.last, int(horizon[0].last))
+                        self.last = max(self.last, newest)
                         if not self._again:
                             return
                         continue

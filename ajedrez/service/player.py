@@ -21,7 +21,7 @@ from ajedrez.domain.rules import move_from_uci
 from ajedrez.domain.views import ClockStatus, GameStatus, GameSummary, LeaveStatus, MoveRecord
 from ajedrez.service.hub import Sink, Stream
 from ajedrez.service.service import Service, not_watching, watches
-from ajedrez.service.work import Work
+from ajedrez.service.work import work_of
 
 T = TypeVar("T")
 
@@ -44,9 +44,10 @@ class Player:
         return f"{self.caller.name}@{self.peer}"
 
     async def _thread(self, what: str, work: Callable[[], T]) -> T:
+        """``work``, the operation ``what``, on the pool the service runs it on."""
         run = partial(self.service.retrying, work, what, self.who)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.service.pools[Work.THREAD], run)
+        return await loop.run_in_executor(self.service.pools[work_of(what)], run)
 
     # -- challenges ------------------------------------------------------------------------
 
