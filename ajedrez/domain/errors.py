@@ -64,9 +64,6 @@ class Failure(Exception):
         self.kind = kind
         self.reason = reason
 
-    def __reduce__(self) -> tuple[type[Failure], tuple[Refusal, str]]:
-        return Failure, (self.kind, self.reason)
-
 
 class Conflict(Exception):
     """A unique key or other constraint refused a write; the transaction was rolled back."""
