@@ -33,6 +33,9 @@ log = logging.getLogger("ajedrez.storage")
 # A job is whatever the batch function takes: the batches only carry it.
 Job = TypeVar("Job")
 RunBatch = Callable[[Sequence[Job]], list[Any]]
+# Runs the jobs and calls its second argument, once, from any thread, with each job's
+# result or exception when the batch is durable or has failed; raises if it cannot start.
+RunBatchThen = Callable[[Sequence[Job], Callable[[list[Any]], None]], None]
 
 
 # This process's pid, kept by a fork hook: ``alive`` runs for every queued move and read,
@@ -49,36 +52,54 @@ os.register_at_fork(after_in_child=_forked)
 
 
 class LoopBatches(Generic[Job]):
-    """SQLite: writes queued from an event loop run on that loop, one batch a turn.
+    """SQLite: writes queued from an event loop run on that loop, one batch at a time.
 
-    A SQLite batch is local calls taking about a millisecond (its fsync a fraction of
-    that). On a thread of its own (``BatchThread``) it would spend more time waiting for
-    the GIL, held by the loop, than writing: each statement hands the GIL back. Run on the
-    loop once the turn that queued it has read what there was to read, the batch holds
-    every move of that turn, needs no hand-over, and its waiters are answered at once.
-    The loop does stand still for the batch, the fsync included; at 2,000 moves/s that
-    measures better than the thread (``docs/performance.md``).
+    A SQLite batch is local calls taking about a millisecond. On a thread of its own
+    (``BatchThread``) it would spend more time waiting for the GIL, held by the loop,
+    than writing: each statement hands the GIL back. So the loop runs the batch's
+    statements itself, once the turn that queued them has read what there was to read,
+    with no hand-over. Only the commit, one call that gives the GIL up for its fsync,
+    goes to a thread (``run_batch``'s ``done`` is called from it), and the loop serves
+    everyone else meanwhile; what is queued during a commit makes the next batch, which
+    starts when the commit ends. Run on the loop, the commit held every connection of
+    the loop still for a fifth of its time (``docs/performance.md``).
     """
 
-    def __init__(self, run_batch: RunBatch[Job], max_batch: int) -> None:
+    def __init__(self, run_batch: RunBatchThen[Job], max_batch: int) -> None:
         self._run_batch = run_batch
         self._max_batch = max(1, max_batch)
         self._pending: list[tuple[Job, asyncio.Future[Any]]] = []
+        self._committing = False  # a batch is being committed: the next one waits
 
     def submit(self, job: Job) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         future = Eager(loop)
-        if not self._pending:
+        if not self._pending and not self._committing:
             loop.call_soon(self._flush)
         self._pending.append((job, future))
         return future
 
     def _flush(self) -> None:
-        pending, self._pending = self._pending, []
-        for start in range(0, len(pending), self._max_batch):
-            batch = pending[start : start + self._max_batch]
-            outcomes = _outcomes(self._run_batch, batch)
-            _settle(list(zip((future for _, future in batch), outcomes, strict=True)))
+        if self._committing or not self._pending:
+            return
+        batch = self._pending[: self._max_batch]
+        del self._pending[: self._max_batch]
+        loop = batch[0][1].get_loop()
+        self._committing = True
+
+        def done(outcomes: list[Any]) -> None:  # from the committing thread
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(self._committed, batch, outcomes)
+
+        try:
+            self._run_batch([job for job, _ in batch], done)
+        except Exception as e:  # the batch could not start (no lock, no connection)
+            self._committed(batch, [e] * len(batch))
+
+    def _committed(self, batch: list[tuple[Job, asyncio.Future[Any]]], outcomes: list[Any]) -> None:
+        self._committing = False
+        _settle(list(zip((future for _, future in batch), outcomes, strict=True)))
+        self._flush()
 
 
 class _Stop:

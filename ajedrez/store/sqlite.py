@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import logging
 import os
+import queue
 import threading
 import time
 import weakref
@@ -38,6 +40,8 @@ from ajedrez.store.open_marks import OpenMarks
 from ajedrez.store.prepared import Prepared, PreparedMany
 from ajedrez.store.tx import Tx
 from ajedrez.store.urls import sqlite_file
+
+log = logging.getLogger("ajedrez.storage")
 
 # A batch stays open only while writers queue; this bounds how long the first one waits.
 GROUP_COMMIT_MAX_SECONDS = 0.010
@@ -162,6 +166,7 @@ class SqliteDatabase(Database):
         self._queue_lock = threading.Lock()
         self._queued = 0  # threads waiting for _write_lock
         self._batch: _Batch | None = None
+        self._committer: _Committer | None = None  # see write_jobs_then
         self._loop_batches: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, LoopBatches[Callable[[Tx], Any]]
         ] = weakref.WeakKeyDictionary()
@@ -190,6 +195,8 @@ class SqliteDatabase(Database):
         for reader in readers:
             if not reader.closed:
                 reader.close()  # back to the pool, which dispose() then closes
+        if self._committer is not None:
+            self._committer.stop()  # after the commits queued so far
         if self._write_lock.acquire(timeout=SQLITE_BUSY_TIMEOUT):  # no batch is open
             try:
                 self._drop_batch_connection()
@@ -285,7 +292,29 @@ class SqliteDatabase(Database):
         and the jobs of one ``together`` group in one savepoint, run again each in its
         own if the group raises; a failed commit fails every job."""
         batch = self._join_batch()
+        outcomes: list[T | Exception] = []
+        try:
+            outcomes = self._fill(batch, jobs)
+        finally:
+            self._commit_and_unlock(batch)
+        return _committed(batch, outcomes)
 
+    def write_jobs_then(
+        self, jobs: Sequence[Callable[[Tx], T]], done: Callable[[list[T | Exception]], None]
+    ) -> None:
+        """``write_jobs`` whose commit runs on this process's committer thread, which
+        calls ``done`` with the outcomes once the batch is durable (or has failed);
+        the write lock is held until then. Raises, having done nothing, if the batch
+        cannot start."""
+        batch = self._join_batch()
+        try:
+            outcomes = self._fill(batch, jobs)
+        except BaseException:
+            self._commit_and_unlock(batch)
+            raise
+        self._committer_here().commit(batch, outcomes, done)
+
+    def _fill(self, batch: _Batch, jobs: Sequence[Callable[[Tx], T]]) -> list[T | Exception]:
         def alone(job: Callable[[Tx], T]) -> T | Exception:
             try:
                 with _writer_of(batch) as tx:
@@ -302,18 +331,22 @@ class SqliteDatabase(Database):
             except Exception:
                 return [alone(job) for job in group]
 
-        outcomes: list[T | Exception] = []
+        return _grouped(jobs, alone, together)
+
+    def _commit_and_unlock(self, batch: _Batch) -> None:
         try:
-            outcomes = _grouped(jobs, alone, together)
+            self._commit_batch(batch)
         finally:
-            try:
-                self._commit_batch(batch)
-            finally:
-                self._write_lock.release()
-        if batch.error is not None:
-            failed = StorageError(str(batch.error))
-            outcomes = [o if isinstance(o, Exception) else failed for o in outcomes]
-        return outcomes
+            self._write_lock.release()
+
+    def _committer_here(self) -> _Committer:
+        committer = self._committer
+        if committer is None or not committer.alive():  # none yet, or a fork's parent's
+            with self._queue_lock:
+                committer = self._committer
+                if committer is None or not committer.alive():
+                    committer = self._committer = _Committer(self._commit_and_unlock)
+        return committer
 
     def write_later(self, job: Callable[[Tx], T]) -> asyncio.Future[T]:
         # Run by this loop at the end of its turn: every job queued in that turn shares
@@ -324,7 +357,8 @@ class SqliteDatabase(Database):
         loop = asyncio.get_running_loop()
         batches = self._loop_batches.get(loop)
         if batches is None:
-            batches = self._loop_batches[loop] = LoopBatches(self.write_jobs, self.group_commit)
+            batches = LoopBatches(self.write_jobs_then, self.group_commit)
+            self._loop_batches[loop] = batches
         return batches
 
     def read_later(
@@ -475,6 +509,49 @@ def _writer_of(batch: _Batch) -> Iterator[Tx]:
         _RELEASE_SAVEPOINT.run(batch.conn)
     batch.events.extend(tx.written)
     batch.writers += 1
+
+
+def _committed(batch: _Batch, outcomes: list[T | Exception]) -> list[T | Exception]:
+    """The jobs' outcomes once their batch is committed: a failed commit fails them all."""
+    if batch.error is None:
+        return outcomes
+    failed = StorageError(str(batch.error))
+    return [o if isinstance(o, Exception) else failed for o in outcomes]
+
+
+class _Committer:
+    """The thread that commits the batches an event loop filled (``write_jobs_then``):
+    one at a time, in the order given, each followed by its ``done``."""
+
+    def __init__(self, commit_and_unlock: Callable[[_Batch], None]) -> None:
+        self._commit_and_unlock = commit_and_unlock
+        self._queue: queue.SimpleQueue[
+            tuple[_Batch, list[Any], Callable[[list[Any]], None]] | None
+        ] = queue.SimpleQueue()
+        self._pid = os.getpid()  # a thread does not survive a fork
+        self._thread = threading.Thread(target=self._serve, name="sqlite-commit", daemon=True)
+        self._thread.start()
+
+    def alive(self) -> bool:
+        return self._pid == os.getpid() and self._thread.is_alive()
+
+    def commit(self, batch: _Batch, outcomes: list[Any], done: Callable[[list[Any]], None]) -> None:
+        self._queue.put((batch, outcomes, done))
+
+    def stop(self) -> None:
+        if self.alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    def _serve(self) -> None:
+        while (item := self._queue.get()) is not None:
+            batch, outcomes, done = item
+            try:
+                self._commit_and_unlock(batch)
+            except BaseException as e:  # never leave a loop waiting for an answer
+                log.exception("committing a batch failed")
+                batch.error = batch.error or StorageError(f"the commit failed: {e}")
+            done(_committed(batch, outcomes))
 
 
 def _sequences(conn: Connection) -> dict[str, int]:

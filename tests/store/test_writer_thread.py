@@ -15,10 +15,11 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, func, select, table, text
 
 from ajedrez.domain.errors import Failure, Refusal, StorageError, TransientStorageError
 from ajedrez.store.db import Conflict, Database, Tx
+from ajedrez.store.prepared import Prepared
 from tests.support.store import count_commits
 
 
@@ -80,8 +81,9 @@ async def _outcomes(futures: list[asyncio.Future]) -> list[object]:  # type: ign
 
 def _behind_a_held_batch(db: Database, jobs: list) -> list[object]:  # type: ignore[type-arg]
     """Queue ``jobs`` while a first job's batch runs, so that they all land in the next
-    batch; returns each job's outcome. On SQLite the first batch runs on the loop when
-    the test yields; on PostgreSQL the first job holds the writer thread until the rest
+    batch; returns each job's outcome. On SQLite the first batch's statements run on the
+    loop when the test yields, and what is queued while it commits waits for the next
+    batch; on PostgreSQL the first job holds the writer thread until the rest
     are queued."""
     inside, release = threading.Event(), threading.Event()
 
@@ -95,8 +97,7 @@ def _behind_a_held_batch(db: Database, jobs: list) -> list[object]:  # type: ign
     async def scenario() -> list[object]:
         first = db.write_later(hold)
         if db.is_sqlite:
-            await asyncio.sleep(0)  # the loop runs the first batch before this resumes
-            assert first.done()
+            await asyncio.sleep(0)  # the loop fills the first batch before this resumes
         else:
             assert await asyncio.to_thread(inside.wait, 10)
         queued = [db.write_later(job) for job in jobs]
@@ -222,3 +223,46 @@ def test_write_jobs_map_errors_as_write_does(store):
     ]
     assert isinstance(results[1], Conflict) and not isinstance(results[1], StorageError)
     assert _rows(store) == ["one", "two"]
+
+
+def test_sqlite_the_loop_serves_others_while_a_batch_commits(tmp_path):
+    """SQLite: a batch's statements run on the loop, its commit (an fsync) on a thread,
+    and the loop meanwhile answers reads and queues the next writes, which commit in a
+    batch of their own once the first is durable: no answer comes before its commit."""
+    db = Database(f"sqlite:///{tmp_path / 'commit.sqlite3'}")
+    with db.engine.begin() as c:
+        c.execute(text("CREATE TABLE wt_item (id INTEGER PRIMARY KEY, who TEXT NOT NULL)"))
+    committing, release = threading.Event(), threading.Event()
+    commits: list[str] = []
+
+    @event.listens_for(db.engine, "commit")
+    def _slow_commit(_conn) -> None:  # type: ignore[no-untyped-def]
+        if not commits:
+            committing.set()
+            # Released by the test once the loop has served others; the timer only
+            # keeps a commit made on the loop itself (which would block it) from hanging.
+            release.wait(5)
+        commits.append(threading.current_thread().name)
+
+    async def scenario() -> list[object]:
+        first = db.write_later(_insert("first"))
+        assert await asyncio.to_thread(committing.wait, 5)
+        assert not first.done()  # not answered before it is durable
+        read = await db.read_later(
+            Prepared(select(func.count().label("n")).select_from(table("wt_item")))
+        )
+        second = db.write_later(_insert("second"))
+        await asyncio.sleep(0.01)
+        served = (read[0].n, first.done(), second.done())
+        release.set()
+        return [served, *await _outcomes([first, second])]
+
+    try:
+        outcomes = asyncio.run(scenario())
+    finally:
+        release.set()
+        db.dispose()
+    # The read saw nothing uncommitted; neither write was answered while the first
+    # commit ran, and the second waited for it, then committed alone.
+    assert outcomes == [(0, False, False), "first stored", "second stored"]
+    assert len(commits) == 2 and threading.main_thread().name not in commits
