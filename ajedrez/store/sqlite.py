@@ -51,6 +51,17 @@ _RELEASE_SAVEPOINT = Prepared(text("RELEASE SAVEPOINT writer"))
 _ROLLBACK_TO_SAVEPOINT = Prepared(text("ROLLBACK TO SAVEPOINT writer"))
 
 
+def _create_private(path: Path) -> None:
+    """An empty database file readable by its owner alone, before SQLite opens it: the
+    database holds password hashes, and SQLite gives its ``-wal`` and ``-shm`` the main
+    file's mode, so they are private too. An existing file keeps the mode it has
+    (``ajedrez-admin db check`` warns when others may read it)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        pass
+
+
 class _FileLock:
     """Orders the SQLite writers of different processes (``--workers``, the admin tool).
 
@@ -208,6 +219,8 @@ class SqliteDatabase(Database):
             if not create and not path.exists():
                 raise StorageError(f"no database file at {path}")
             path.parent.mkdir(parents=True, exist_ok=True)
+            if create:
+                _create_private(path)
             self._file_lock = _FileLock(path.with_name(path.name + "-writer.lock"))
             # Before any connection: the first would create a new WAL in place of one lost.
             self._open_marks = OpenMarks(path)
