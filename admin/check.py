@@ -126,8 +126,8 @@ def check_database(db: Database, progress: bool = False) -> Findings:
 
 def readable_by_others(path: Path) -> list[str]:
     """The files of a SQLite database that users other than its owner may read or write:
-    they hold password hashes. New databases are made for their owner alone; one made by
-    an earlier release, or copied by hand, may not be. SQLite gives a new ``-wal`` and
+    they hold password hashes. The store makes new databases its owner's alone; a file
+    copied by hand, or made by another program, may not be. SQLite gives a new ``-wal`` and
     ``-shm`` the main file's mode, so fixing all three holds."""
     found = []
     for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
