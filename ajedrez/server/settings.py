@@ -1,13 +1,17 @@
 """Every server setting in one place: defaults, the TOML file, and the command line.
 
-Precedence: command line over ``--config`` file over ``AJEDREZ_DATABASE_URL`` (database
-URL only) over the defaults below. ``docs/operations.md`` lists them all.
+Precedence: command line over the settings file (``--config``, else ``AJEDREZ_CONFIG``)
+over ``AJEDREZ_DATABASE_URL`` (database URL only) over the defaults below.
+``docs/operations.md`` lists them all. ``ajedrez-admin`` reads the same file the same way,
+so that both open the same database.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -98,6 +102,21 @@ class SettingsError(Exception):
     pass
 
 
+CONFIG_ENV = "AJEDREZ_CONFIG"
+
+
+def config_file(
+    cli_value: str | None, environ: Mapping[str, str] = os.environ
+) -> tuple[str | None, str]:
+    """The settings file, ``--config`` over ``$AJEDREZ_CONFIG``, and which named it (None:
+    no file)."""
+    if cli_value:
+        return cli_value, "--config"
+    if environ.get(CONFIG_ENV):
+        return environ[CONFIG_ENV], CONFIG_ENV
+    return None, ""
+
+
 def load(path: str | None, overrides: dict[str, Any]) -> Settings:
     """Defaults, then the TOML file (if any), then ``overrides`` (the command line; None
     values mean "not given")."""
@@ -162,7 +181,9 @@ def _build(base: B, values: dict[str, Any]) -> B:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Command-line options for every setting; each defaults to None ("not given")."""
     d, lim = Settings(), Limits()
-    p.add_argument("--config", help="TOML file with any of the settings below")
+    p.add_argument(
+        "--config", help=f"TOML file with any of the settings below (default: ${CONFIG_ENV})"
+    )
     p.add_argument(
         "--database-url",
         help="SQLAlchemy URL (default: $AJEDREZ_DATABASE_URL, "
