@@ -19,7 +19,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -187,10 +187,8 @@ class Cache:
         # file are made for the owner only, before SQLite opens the file (its -wal and
         # -shm take the file's mode).
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
+        with suppress(FileExistsError):
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
-        except FileExistsError:
-            pass
         self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA foreign_keys = ON")

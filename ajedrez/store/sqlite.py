@@ -19,7 +19,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +56,8 @@ def _create_private(path: Path) -> None:
     database holds password hashes, and SQLite gives its ``-wal`` and ``-shm`` the main
     file's mode, so they are private too. An existing file keeps the mode it has
     (``ajedrez-admin db check`` warns when others may read it)."""
-    try:
+    with suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
-    except FileExistsError:
-        pass
 
 
 class _FileLock:
