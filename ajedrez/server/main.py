@@ -346,6 +346,7 @@ async def _serve(
         db,
         max_pending=lim.max_pending_subscriptions,
         max_pending_per_address=lim.max_pending_per_address,
+        open_signup=settings.open_signup,
         clock=time[0],
     )
     hub = Hub(db, heartbeat=settings.event_heartbeat, metrics=counted, clock=time[0])

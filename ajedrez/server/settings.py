@@ -86,6 +86,9 @@ class Settings:
     # The event stream (docs/protocol.md section 6).
     event_heartbeat: float = 60.0  # seconds between 603s on a streaming connection
     chat_per_minute: int = 10  # CHAT messages a user may send a minute
+    # A SUBS makes the account at once; without it (the seed's rule) the administrator
+    # approves each request.
+    open_signup: bool = False
     event_retention_days: int = 365  # events older are removed (0: kept for ever)
     # The HTTP listener for /healthz and /metrics (monitor.py): off unless a port is set.
     metrics_port: int | None = None
@@ -277,6 +280,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--chat-per-minute",
         type=int,
         help=f"chat messages (CHAT) a user may send a minute ({d.chat_per_minute})",
+    )
+    p.add_argument(
+        "--open-signup",
+        action=argparse.BooleanOptionalAction,
+        help="a subscription request (SUBS) makes the account at once, within the same "
+        "limits, instead of waiting for the administrator's approval "
+        f"({'on' if d.open_signup else 'off'})",
     )
     p.add_argument(
         "--metrics-port",
