@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = vars(build_parser().parse_args(argv))
-    config, _named_by = config_file(args.pop("config"))
+    config, _ = config_file(args.pop("config"))
     try:
         settings = load(config, args)
     except SettingsError as e:

@@ -86,14 +86,14 @@ class Settings:
     # The event stream (docs/protocol.md section 6).
     event_heartbeat: float = 60.0  # seconds between 603s on a streaming connection
     chat_per_minute: int = 10  # CHAT messages a user may send a minute
-    # A SUBS makes the account at once; without it (the seed's rule) the administrator
-    # approves each request.
-    open_signup: bool = False
     event_retention_days: int = 365  # events older are removed (0: kept for ever)
     # The HTTP listener for /healthz and /metrics (monitor.py): off unless a port is set.
     metrics_port: int | None = None
     metrics_host: str = DEFAULT_HOST
     metrics_dir: str | None = None  # where processes write their metrics (None: a new one)
+    # Registration: a SUBS makes the account at once; off, the administrator approves each
+    # request (the seed's rule).
+    open_signup: bool = False
     limits: Limits = Limits()
 
 
