@@ -14,15 +14,18 @@ runs beside a live server.
 from __future__ import annotations
 
 import argparse
+import stat
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ajedrez.domain.gamecheck import check_game
 from ajedrez.domain.values import game_name as format_partida
 from ajedrez.store import check_queries
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import current_revision, head_revision
+from ajedrez.store.urls import sqlite_file
 
 from .common import EXIT_REFUSED, AdminError, count
 
@@ -37,6 +40,8 @@ class Findings:
     counts: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[str]] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)  # the summary of what was checked
+    # What an operator should fix that is no fault of the data: shown, not counted.
+    warnings: list[str] = field(default_factory=list)
 
     def add(self, kind: str, example: str, n: int = 1) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + n
@@ -58,6 +63,8 @@ def report(found: Findings) -> None:
     """Print the summary; AdminError (status 1) when anything was found."""
     for line in found.lines:
         print(line)
+    for warning in found.warnings:
+        print(f"warning: {warning}")
     for kind, n in found.counts.items():
         print(f"problem: {kind}: {n}")
         for example in found.examples[kind]:
@@ -71,6 +78,9 @@ def report(found: Findings) -> None:
 
 def check_database(db: Database, progress: bool = False) -> Findings:
     found = Findings()
+    path = sqlite_file(db.url)
+    if path is not None:
+        found.warnings += readable_by_others(path)
     integrity = db.integrity_problems()
     for text in integrity:
         found.add("integrity", text)
@@ -112,3 +122,25 @@ def check_database(db: Database, progress: bool = False) -> Findings:
         )
     found.lines.append(f"references: {'ok' if not orphans else 'broken'}")
     return found
+
+
+def readable_by_others(path: Path) -> list[str]:
+    """The files of a SQLite database that users other than its owner may read or write:
+    they hold password hashes. The store makes new databases its owner's alone; a file
+    copied by hand, or made by another program, may not be. SQLite gives a new ``-wal`` and
+    ``-shm`` the main file's mode, so fixing all three holds."""
+    found = []
+    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            mode = stat.S_IMODE(p.stat().st_mode)
+        except FileNotFoundError:
+            continue
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            found.append((p, mode))
+    if not found:
+        return []
+    shown = ", ".join(f"{p} (mode {mode:04o})" for p, mode in found)
+    return [
+        f"{shown}: open to users other than its owner, and the database holds password "
+        f"hashes; make it the owner's alone: chmod 600 {' '.join(str(p) for p, _ in found)}"
+    ]

@@ -34,10 +34,11 @@ from ajedrez.domain.games import Games
 from ajedrez.domain.timecontrol import format_duration
 from ajedrez.domain.values import STATUS_FINISHED
 from ajedrez.espol import fields as values
+from ajedrez.server.settings import SettingsError, config_file, load
 from ajedrez.store import audit
 from ajedrez.store.db import Database
 from ajedrez.store.migrate import NewerDatabase, check_known, is_current
-from ajedrez.store.urls import BadURL, parse_url, redact, resolve_url, sqlite_file
+from ajedrez.store.urls import BadURL, default_url, parse_url, redact, sqlite_file
 
 from . import backup, check, espol_import, schema, store_copy
 from .common import (
@@ -88,7 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ajedrez-admin", description="AdmChess: administer Ajedrez.", epilog=NAME_EPILOG
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    p.add_argument("--database-url", help="SQLAlchemy URL (default as for ajedrez-server)")
+    p.add_argument(
+        "--config",
+        help="the server's settings file, whose database_url is used (default: "
+        "$AJEDREZ_CONFIG; see docs/operations.md)",
+    )
+    p.add_argument(
+        "--database-url",
+        help="SQLAlchemy URL (default: the settings file's database_url, else as for "
+        "ajedrez-server)",
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     top = p.add_subparsers(
         dest="area",
@@ -258,8 +268,10 @@ def _positive(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.url_text, args.url_source = None, ""
     try:
-        url = parse_url(resolve_url(args.database_url), _url_source(args.database_url))
+        args.url_text, args.url_source = database_url(args)
+        url = parse_url(args.url_text, args.url_source)
         key = (args.area, args.action)
         if key in URL_COMMANDS:  # they open (or replace) the database themselves
             URL_COMMANDS[key](url, args)
@@ -291,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         print(file=sys.stderr)  # ends a prompt's line
         return _error(args, "interrupted", EXIT_REFUSED)
     except Exception as e:
-        shown = redact(resolve_url(args.database_url))
+        shown = redact(args.url_text or "")
         return _error(args, f"cannot use the database {shown}: {one_line(e)}", EXIT_DATABASE)
     return 0
 
@@ -303,13 +315,24 @@ def _error(args: argparse.Namespace, message: str, status: int) -> int:
     return status
 
 
-def _url_source(cli_value: str | None) -> str:
-    """Where the database URL came from, as ``resolve_url`` chose it."""
-    if cli_value:
-        return "from --database-url"
+def database_url(args: argparse.Namespace) -> tuple[str, str]:
+    """The database URL and where it came from, chosen as the server chooses its own:
+    ``--database-url``, else the settings file's ``database_url`` (the file named by
+    ``--config``, else ``$AJEDREZ_CONFIG``; read whole, and refused as the server would
+    refuse it), else ``$AJEDREZ_DATABASE_URL``, else the default."""
+    if args.database_url:
+        return args.database_url, "from --database-url"
+    path, named_by = config_file(args.config)
+    if path is not None:
+        try:
+            settings = load(path, {})
+        except SettingsError as e:
+            raise AdminError(f"{e} (the settings file, from {named_by})", EXIT_USAGE) from None
+        if settings.database_url:
+            return settings.database_url, f"from {path}, named by {named_by}"
     if os.environ.get("AJEDREZ_DATABASE_URL"):
-        return "from AJEDREZ_DATABASE_URL"
-    return "the default"
+        return os.environ["AJEDREZ_DATABASE_URL"], "from AJEDREZ_DATABASE_URL"
+    return default_url(), "the default"
 
 
 def _open(url: URL, args: argparse.Namespace) -> Database:
@@ -318,7 +341,7 @@ def _open(url: URL, args: argparse.Namespace) -> Database:
     path = sqlite_file(url)
     if path is None or path.exists():
         return Database(url, pool_size=2, create=False)
-    missing = f"no database file at {path} ({_url_source(args.database_url)})"
+    missing = f"no database file at {path} ({args.url_source})"
     if (args.area, args.action) != ("db", "upgrade"):
         raise AdminError(
             f"{missing}: check the URL, or create a database with "

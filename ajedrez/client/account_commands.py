@@ -6,7 +6,7 @@ from __future__ import annotations
 from ajedrez.client.app import EXIT_OK, EXIT_USAGE, App, CliError
 from ajedrez.client.clocks import days_hours, when
 from ajedrez.client.config import save_config
-from ajedrez.client.errors import LeaveRefused, NameTaken
+from ajedrez.client.errors import LeaveRefused, NameTaken, NoSuchUser
 from ajedrez.client.protocol import LEAVE_END, LEAVE_START, LEAVE_STATUS, MAX_LEAVE_DAYS
 from ajedrez.client.sync import sync_game
 
@@ -24,12 +24,24 @@ def cmd_subscribe(app: App) -> int:
             ) from None
         except ValueError as e:
             raise CliError(str(e), EXIT_USAGE) from None
-        client.quit()
-    app.say(
-        f"Subscription request for {user} sent to {app.settings.server}. "
-        "The administrator must approve it (ajedrez-admin subs approve "
-        f"{user}) before you can log in."
-    )
+        # SUBS answers the same whether the server keeps the request for its
+        # administrator or, with open sign-up, made the account: USER tells which.
+        try:
+            client.user_cmd(user)
+        except NoSuchUser:
+            client.close()  # the server closes the connection after 814
+            admitted = False
+        else:
+            client.quit()
+            admitted = True
+    if admitted:
+        app.say(f"Account {user} created at {app.settings.server}: you can log in and play now.")
+    else:
+        app.say(
+            f"Subscription request for {user} sent to {app.settings.server}. "
+            "The administrator must approve it (ajedrez-admin subs approve "
+            f"{user}) before you can log in."
+        )
     return EXIT_OK
 
 

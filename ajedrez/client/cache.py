@@ -15,10 +15,11 @@ new tables are created, new columns added empty (unknown), and the next sync fil
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,7 +183,12 @@ def cache_path(data_dir: Path, host: str, port: int, user: str) -> Path:
 class Cache:
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # The player's games, chat and opponents are theirs alone: the directory and the
+        # file are made for the owner only, before SQLite opens the file (its -wal and
+        # -shm take the file's mode).
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
         self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA foreign_keys = ON")

@@ -47,14 +47,17 @@ class Accounts:
         *,
         max_pending: int | None = None,
         max_pending_per_address: int | None = None,
+        open_signup: bool = False,
         clock: Clock | None = None,
     ) -> None:
         """``max_pending``, ``max_pending_per_address``: caps on SUBS requests waiting for
-        the administrator, in all and from one client address (None: no cap)."""
+        the administrator, in all and from one client address (None: no cap);
+        ``open_signup``: a SUBS makes the account at once instead of a request."""
         self.store = store
         self.clock = clock or SystemClock()
         self.max_pending = max_pending
         self.max_pending_per_address = max_pending_per_address
+        self.open_signup = open_signup
 
     # -- protocol side -----------------------------------------------------------------
 
@@ -79,21 +82,28 @@ class Accounts:
                 tx.replace_hash(row.id, row.password_hash, new_hash)
         return Caller(row.id, name)
 
-    def subscribe(self, name: str, password: str, comment: str, address: str = "") -> None:
-        """SUBS from the client at ``address``. The name and the caps on pending requests
-        are checked before the (slow) hash, and again in the transaction that stores it."""
+    def subscribe(self, name: str, password: str, comment: str, address: str = "") -> bool:
+        """SUBS from the client at ``address``: a request for the administrator, or with
+        open sign-up the active account itself (then True). The name, and the caps on
+        requests waiting (which open sign-up leaves none of), are checked before the
+        (slow) hash, and again in the transaction that stores it."""
         _check_new_name(name)
         with self.store.reading() as tx:
             _check_name_free(tx, name)
-            self._check_pending(tx, address)
+            if not self.open_signup:
+                self._check_pending(tx, address)
         password_hash = hash_password(password)
         try:
             with self.store.writing() as tx:
                 _check_name_free(tx, name)
+                if self.open_signup:
+                    tx.add_account(name, password_hash, comment)
+                    return True
                 self._check_pending(tx, address)
                 tx.add_request(name, password_hash, comment, address)
         except Conflict:
             raise self._taken(name) from None
+        return False
 
     def _check_pending(self, tx: StoreTx, address: str) -> None:
         total = self.max_pending

@@ -26,7 +26,7 @@ from ajedrez.server import logs, loops, metrics, notify
 from ajedrez.server.prefork import Listeners, Master, open_listener
 from ajedrez.server.reactor import LISTEN_BACKLOG, Listener, Reactor, make_service, tls_context
 from ajedrez.server.scheduler import Scheduler
-from ajedrez.server.settings import Settings, SettingsError, add_arguments, load
+from ajedrez.server.settings import Settings, SettingsError, add_arguments, config_file, load
 from ajedrez.server.testclock import FileClock
 from ajedrez.service.hub import Hub
 from ajedrez.store.db import Database
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = vars(build_parser().parse_args(argv))
-    config = args.pop("config")
+    config, _ = config_file(args.pop("config"))
     try:
         settings = load(config, args)
     except SettingsError as e:
@@ -346,6 +346,7 @@ async def _serve(
         db,
         max_pending=lim.max_pending_subscriptions,
         max_pending_per_address=lim.max_pending_per_address,
+        open_signup=settings.open_signup,
         clock=time[0],
     )
     hub = Hub(db, heartbeat=settings.event_heartbeat, metrics=counted, clock=time[0])

@@ -1,13 +1,17 @@
 """Every server setting in one place: defaults, the TOML file, and the command line.
 
-Precedence: command line over ``--config`` file over ``AJEDREZ_DATABASE_URL`` (database
-URL only) over the defaults below. ``docs/operations.md`` lists them all.
+Precedence: command line over the settings file (``--config``, else ``AJEDREZ_CONFIG``)
+over ``AJEDREZ_DATABASE_URL`` (database URL only) over the defaults below.
+``docs/operations.md`` lists them all. ``ajedrez-admin`` reads the same file the same way,
+so that both open the same database.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -87,6 +91,9 @@ class Settings:
     metrics_port: int | None = None
     metrics_host: str = DEFAULT_HOST
     metrics_dir: str | None = None  # where processes write their metrics (None: a new one)
+    # Registration: a SUBS makes the account at once; off, the administrator approves each
+    # request (the seed's rule).
+    open_signup: bool = False
     limits: Limits = Limits()
 
 
@@ -96,6 +103,21 @@ _SETTING_NAMES = {f.name for f in fields(Settings)} - {"limits"}
 
 class SettingsError(Exception):
     pass
+
+
+CONFIG_ENV = "AJEDREZ_CONFIG"
+
+
+def config_file(
+    cli_value: str | None, environ: Mapping[str, str] = os.environ
+) -> tuple[str | None, str]:
+    """The settings file, ``--config`` over ``$AJEDREZ_CONFIG``, and which named it (None:
+    no file)."""
+    if cli_value:
+        return cli_value, "--config"
+    if environ.get(CONFIG_ENV):
+        return environ[CONFIG_ENV], CONFIG_ENV
+    return None, ""
 
 
 def load(path: str | None, overrides: dict[str, Any]) -> Settings:
@@ -162,7 +184,9 @@ def _build(base: B, values: dict[str, Any]) -> B:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Command-line options for every setting; each defaults to None ("not given")."""
     d, lim = Settings(), Limits()
-    p.add_argument("--config", help="TOML file with any of the settings below")
+    p.add_argument(
+        "--config", help=f"TOML file with any of the settings below (default: ${CONFIG_ENV})"
+    )
     p.add_argument(
         "--database-url",
         help="SQLAlchemy URL (default: $AJEDREZ_DATABASE_URL, "
@@ -256,6 +280,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--chat-per-minute",
         type=int,
         help=f"chat messages (CHAT) a user may send a minute ({d.chat_per_minute})",
+    )
+    p.add_argument(
+        "--open-signup",
+        action=argparse.BooleanOptionalAction,
+        help="a subscription request (SUBS) makes the account at once, within the same "
+        "limits, instead of waiting for the administrator's approval "
+        f"({'on' if d.open_signup else 'off'})",
     )
     p.add_argument(
         "--metrics-port",

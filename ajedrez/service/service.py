@@ -105,7 +105,8 @@ class Service:
         return caller
 
     def sign_up(self, name: str, password: str, comment: str, address: str, peer: str) -> None:
-        """Ask the administrator for an account; a few requests per address at most."""
+        """Ask the administrator for an account (with open sign-up, make it); a few
+        requests per address at most, either way."""
         if self.signups is not None:
             wait = self.signups.allow(address)
             if wait > 0:
@@ -115,8 +116,10 @@ class Service:
                     f"too many subscription requests from your address; try again in "
                     f"{max(1, round(wait / 60))} minute(s)",
                 )
-        self.accounts.subscribe(name, password, comment, address)
-        log.info("subscription request for %r from %s", name, peer)
+        if self.accounts.subscribe(name, password, comment, address):
+            log.info("account %r made by open sign-up from %s", name, peer)
+        else:
+            log.info("subscription request for %r from %s", name, peer)
 
     def close_account(
         self, caller: Caller, name: str, password: str, address: str, peer: str

@@ -5,6 +5,8 @@ Alembic's error."""
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Callable
 from importlib import resources
 
@@ -14,6 +16,24 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from ajedrez.store.db import Database
+
+_WRAPPED = re.compile(r"\s*\n\s*")
+
+
+class _OneLineSteps(logging.Filter):
+    """Alembic logs each step with its migration's title, the docstring's first paragraph
+    as written, wrapped over lines; the server's log writes a line break inside an event
+    as an escape (one event, one line), so a wrapped title would read with a literal
+    ``\\n`` in it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "\n" in message:
+            record.msg, record.args = _WRAPPED.sub(" ", message), ()
+        return True
+
+
+logging.getLogger("alembic.runtime.migration").addFilter(_OneLineSteps())
 
 
 def alembic_config() -> Config:

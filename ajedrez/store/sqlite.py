@@ -21,7 +21,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,15 @@ _LOST = "the database connection was lost"
 _SAVEPOINT = Prepared(text("SAVEPOINT writer"))
 _RELEASE_SAVEPOINT = Prepared(text("RELEASE SAVEPOINT writer"))
 _ROLLBACK_TO_SAVEPOINT = Prepared(text("ROLLBACK TO SAVEPOINT writer"))
+
+
+def _create_private(path: Path) -> None:
+    """An empty database file readable by its owner alone, before SQLite opens it: the
+    database holds password hashes, and SQLite gives its ``-wal`` and ``-shm`` the main
+    file's mode, so they are private too. An existing file keeps the mode it has
+    (``ajedrez-admin db check`` warns when others may read it)."""
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
 
 
 class _FileLock:
@@ -215,6 +224,8 @@ class SqliteDatabase(Database):
             if not create and not path.exists():
                 raise StorageError(f"no database file at {path}")
             path.parent.mkdir(parents=True, exist_ok=True)
+            if create:
+                _create_private(path)
             self._file_lock = _FileLock(path.with_name(path.name + "-writer.lock"))
             # Before any connection: the first would create a new WAL in place of one lost.
             self._open_marks = OpenMarks(path)

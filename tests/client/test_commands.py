@@ -11,7 +11,7 @@ from ajedrez.admin import cli as admin_cli
 from ajedrez.client import app, cli
 from tests.client.conftest import free_port, start_game
 from tests.support.common import PASSWORD, ROOT, unique_name
-from tests.support.server import admin
+from tests.support.server import admin, start_server
 
 
 def test_unreachable_wrong_password_unknown_user_no_password(machine, new_user, server):
@@ -283,3 +283,17 @@ def test_the_two_commands_give_the_same_status_to_the_same_case():
         admin_cli.EXIT_USAGE,
         admin_cli.EXIT_DATABASE,
     )
+
+
+def test_with_open_signup_subscribe_says_the_account_is_ready(database_url, machine):
+    """The same SUBS reply either way; the client tells which by asking for the user."""
+    srv = start_server(database_url, "--open-signup")
+    try:
+        name = unique_name("open")
+        me = machine(name, srv=srv)
+        out = me("subscribe", "--comment", "Ana Newcomer").out
+        assert f"Account {name} created at" in out and "you can log in" in out, out
+        assert "administrator" not in out
+        assert "Synced with" in me("sync").out
+    finally:
+        assert srv.stop() == 0

@@ -4,7 +4,9 @@ version and the result notation a script reads."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -127,3 +129,18 @@ def test_version_and_the_draw_result_as_pgn_writes_it(machine, new_user):
     a("draw", "offer", gid)
     agreed = b("draw", "accept", gid).out
     assert "1/2-1/2" in agreed and "½" not in agreed
+
+
+def test_the_local_copy_is_readable_by_its_owner_alone(machine, new_user):
+    """Made under the usual umask (022), the cache's directory and file are the owner's
+    only: they hold the player's games, chat and opponents."""
+    a = machine(new_user("ana"))
+    old = os.umask(0o022)
+    try:
+        a("sync")
+    finally:
+        os.umask(old)
+    host, port = a.address.rsplit(":", 1)
+    path = cache_path(a.data_dir, host, int(port), a.user)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700

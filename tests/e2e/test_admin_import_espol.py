@@ -22,7 +22,7 @@ from ajedrez.store import audit, imported
 from ajedrez.store.db import Database
 from ajedrez.store.models import Game, GameRequest, ImportedRow, Move, Subscription, User
 from tests.support.admin import Result, assert_error, assert_ok, in_process, listed, pid
-from tests.support.common import PASSWORD
+from tests.support.common import PASSWORD, ROOT
 from tests.support.espol import Conn
 from tests.support.espol_data import (
     SAMPLE,
@@ -704,3 +704,51 @@ def test_a_large_import_shows_progress_and_completes_after_a_failure(
     assert r.out.splitlines()[-3].startswith("games: 0 imported, 700 already imported")
     name, password = accounts[3]
     assert Accounts(db).login(name, password).name == name
+
+
+# -- the documented example ---------------------------------------------------------------------
+
+EXAMPLE = SAMPLE.parent / "espol1995-example"
+
+
+def test_the_documented_example_is_each_file_the_docs_show(run, store):
+    """docs/operations.md, "The 1995 files, field by field", shows every file of the
+    example directory as it is; the directory imports whole, nothing reported, and its
+    players play on from where the files left them."""
+    docs = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    files = sorted(p for p in EXAMPLE.rglob("*") if p.is_file())
+    assert len(files) == 9, files
+    for path in files:
+        assert f"```\n{path.read_text(encoding='utf-8')}```\n" in docs, path
+
+    url, _ = store
+    r = run("import", "espol", str(EXAMPLE))
+    assert_ok(r)
+    assert r.out.splitlines() == [
+        f"ESPOL data: {EXAMPLE / 'server.cfg'}",
+        "users: 3 imported, 0 already imported, 0 skipped",
+        "subscription requests: 1 imported, 0 already imported, 0 skipped",
+        "games: 3 imported, 0 already imported, 0 skipped (0 not replaying, 0 finished on import)",
+        "challenges: 1 imported, 0 already imported, 0 skipped",
+        "next game number: P0000004",
+    ]
+    assert listed(run("subs", "list"), "olga") is not None
+    games = run("games", "list")
+    assert listed(games, "P0000001")[1:6] == ["ana", "bruno", "finished", "1-0", "6"]
+    assert listed(games, "P0000002")[1:6] == ["bruno", "carlos", "active", "*", "3"]
+    srv = start_server(url)
+    opened: list[Conn] = []
+    try:
+        ana = login(srv, "ana", "Reina-de-Ana.1995", opened)
+        carlos = login(srv, "carlos", "Carlos/enroque/77", opened)
+        # carlos (black in P0000002) moves on after 1. d4 d5 2. c4.
+        assert carlos.cmd("JGDA:P0000002:4:e7e6:1:5244:0").code == 208
+        # carlos's draw offer of 1995 in P0000003 waits for ana's answer.
+        assert ana.cmd("STAT:P0000003").text.split(":")[6:8] == ["1", "0"]
+        assert ana.cmd("RTBL:P0000003:N:carlos").code == 210
+        # bruno's challenge to ana is open.
+        assert "bruno" in ana.cmd("TRAN:0").text.split(",")
+    finally:
+        for conn in opened:
+            conn.close()
+        srv.stop()

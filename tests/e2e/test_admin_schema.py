@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import text
 
 from ajedrez.store.db import Database
-from ajedrez.store.migrate import current_revision, upgrade
+from ajedrez.store.migrate import alembic_config, current_revision, upgrade
 from tests.support.admin import answered, assert_error, assert_ok
 from tests.support.common import ROOT
 from tests.support.server import start_server
@@ -224,3 +225,25 @@ def test_the_server_upgrades_the_oldest_schema_at_start(fresh):
     finally:
         assert srv.stop() == 0
     check(database, built)
+
+
+def test_the_server_logs_each_migration_title_on_one_line(fresh):
+    """The server's log at start names each migration it runs by its title, whole, on the
+    line of that step: a title its docstring wraps over lines reads as one line, not
+    with an escaped line break in it."""
+    url, _database = fresh
+    scripts = {
+        s.revision: s for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()
+    }
+    assert any("\n" in s.doc for s in scripts.values())  # some titles are wrapped
+    srv = start_server(url)
+    try:
+        steps = [line for line in srv.log if "Running upgrade" in line]
+    finally:
+        assert srv.stop() == 0
+    assert len(steps) == len(REVISIONS), srv.log_text()
+    for line, revision in zip(steps, REVISIONS, strict=True):
+        before = scripts[revision].down_revision or ""
+        title = " ".join(scripts[revision].doc.split())
+        assert line.endswith(f"Running upgrade {before} -> {revision}, {title}"), line
+        assert "\\n" not in line, line

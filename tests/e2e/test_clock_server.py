@@ -11,6 +11,7 @@ when the test says so, never by sleeping. The scheduler looks for new deadlines 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 from ajedrez.domain.accounts import Accounts
 from ajedrez.store.db import Database
 from tests.support.clock import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS, FileTime
-from tests.support.common import PASSWORD, unique_name, wait_for
+from tests.support.common import PASSWORD, ROOT, unique_name, wait_for
 from tests.support.espol import Conn
 from tests.support.server import ServerProcess, admin, start_server
 
@@ -185,3 +186,42 @@ def test_restart_grace_lets_the_administrator_extend_first(own_db, file_time, se
     file_time.advance(HOUR_MS)  # past the extended deadline
     assert wait_for(lambda: pid in ended_on_time(servers), timeout=20), srv.log_text()
     assert status_of(srv, black2, pid2)[4:6] == ["2", "2"]
+
+
+# Five years after the test's usual time: any reading of the file is told from a reading of
+# the system clock.
+FAR_MS = 1_795_435_200_000 + 5 * 365 * DAY_MS
+
+
+def test_what_the_clock_file_drives_and_what_it_does_not(own_db, file_time, servers):
+    """The clock file is the time of the game clocks and of events (RELJ's time, a move's
+    deadline, EVEN's event times); every fecha (STAT's, TRAN's, PPEN's) is the database's
+    stamp, from the system clock, whatever the file says (docs/operations.md, clock_file)."""
+    url, database = own_db
+    file_time.set(FAR_MS)
+    srv = start(servers, url, file_time)
+    [(_white, black, pid)] = new_games(srv, database, 1, "1d")
+    with login(srv, black) as b:
+        relj = b.cmd(f"RELJ:{pid}").text.split(":")
+        assert relj[1] == str(FAR_MS)  # the server's time, as RELJ gives it
+        assert relj[6] == str(FAR_MS + DAY_MS)  # black's deadline: a day from the file's now
+        assert b.cmd("EVEN:0").code == 219
+        events = []
+        while (r := b.reply()).code != 601:
+            events.append(r.text)
+        moved = [e for e in events if f":FIN_DE_TURNO:{pid}:1:" in e]
+        assert [e.split(":")[1] for e in moved] == [str(FAR_MS)], events
+    now = time.time()
+    with login(srv, black) as b:
+        fecha = int(status_of(srv, black, pid)[3])
+        assert abs(fecha - now) < 120, (fecha, now)  # STAT's fecha: the system clock
+        for command in ("TRAN:0", "PPEN:0"):
+            answered = int(b.cmd(command).text.split(",", 1)[0])
+            assert abs(answered - now) < 120, (command, answered, now)
+    row = next(
+        line
+        for line in (ROOT / "docs" / "operations.md").read_text().splitlines()
+        if line.startswith("| `clock_file` |")
+    )
+    for named in ("RELJ", "EVEN", "STAT", "TRAN", "fecha", "system clock"):
+        assert named in row, (named, row)

@@ -12,7 +12,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import uuid
+import zipfile
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -101,6 +103,31 @@ def test_the_shipped_files_are_in_the_package_data() -> None:
     for name in ("ajedrez.service", "ajedrez.toml"):
         assert f'"systemd/{name}"' in pyproject
         assert (SHIPPED / name).is_file()
+
+
+def test_the_unit_points_at_the_docs_the_package_installs(tmp_path: Path) -> None:
+    """Documentation= names files under the service's environment (/opt/ajedrez, as
+    docs/operations.md makes it), and the built wheel installs each of them there: the
+    project's own docs, as in this checkout."""
+    documentation = _directives((SHIPPED / "ajedrez.service").read_text())["Documentation"]
+    prefix = "file:///opt/ajedrez/"
+    uris = documentation.split()
+    assert uris and all(u.startswith(prefix) for u in uris), uris
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = tmp_path.glob("ajedrez-*.whl")
+    with zipfile.ZipFile(wheel) as built:
+        # A wheel's <name>.data/data/ is installed under the environment's prefix.
+        data = {n.split("/data/", 1)[1]: n for n in built.namelist() if ".data/data/" in n}
+        for uri in uris:
+            installed = uri.removeprefix(prefix)
+            assert installed in data, (uri, sorted(data))
+            shipped = built.read(data[installed]).decode()
+            assert shipped == (ROOT / "docs" / Path(installed).name).read_text()
 
 
 @pytest.fixture

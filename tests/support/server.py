@@ -21,7 +21,7 @@ class ServerProcess:
     proc: subprocess.Popen[str]
     host: str
     port: int
-    database_url: str
+    database_url: str | None  # None: the server chose it (a settings file, its default)
     log: list[str] = field(default_factory=list)
 
     def connect(self, timeout: float = 20.0, source: str | None = None) -> Conn:
@@ -37,15 +37,15 @@ class ServerProcess:
 
 
 def start_server(
-    database_url: str, *extra: str, env: dict[str, str] | None = None
+    database_url: str | None, *extra: str, env: dict[str, str] | None = None
 ) -> ServerProcess:
-    """Start ``python -m ajedrez`` on a free port and wait until it listens."""
+    """Start ``python -m ajedrez`` on a free port and wait until it listens; with
+    ``database_url`` None it is given no ``--database-url``."""
     cmd = [
         sys.executable,
         "-m",
         "ajedrez",
-        "--database-url",
-        database_url,
+        *(() if database_url is None else ("--database-url", database_url)),
         "--host",
         "127.0.0.1",
         "--port",
