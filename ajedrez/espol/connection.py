@@ -188,7 +188,7 @@ class Connection(asyncio.Protocol):
         hub = self.reactor.hub
         if self.stream is not None:  # EVEN again: the new cursor replaces the old one
             hub.close(self.stream)
-        self.stream = hub.open(self, ask.user_id, ask.cursor)
+        self.stream = hub.open(self, ask.user_id, ask.cursor, now=ask.now)
         assert self.transport is not None
         self.transport.write(encode_reply(Reply.S_EVEN, str(self.stream.start_cursor)))
 

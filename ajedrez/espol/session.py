@@ -62,6 +62,7 @@ class StreamAsk:
 
     user_id: int
     cursor: int | None
+    now: int | None = None  # without a cursor: the newest event committed (Hub.now)
 
 
 @dataclass(frozen=True)
@@ -326,8 +327,14 @@ class Session:
         return self._reply(Reply.S_RELJ, encode_clocks(status))
 
     def do_EVEN(self, cursor: int | None = None) -> Outcome:
-        # The connection answers 219 once its hub has taken the stream (connection.py).
-        return Outcome(stream=StreamAsk(self._me.id, cursor))
+        # The connection answers 219 once its hub has taken the stream (connection.py);
+        # from now on: once the store has said what "now" is (Hub.now).
+        me = self._me.id
+        hub = self.service.hub
+        if cursor is not None or hub is None:
+            return Outcome(stream=StreamAsk(me, cursor))
+        now = asyncio.ensure_future(hub.now())
+        return Outcome(later=Later("EVEN", now, lambda n: Outcome(stream=StreamAsk(me, None, n))))
 
     # -- live play: observers, chat, seeks, hints, takeback ------------------------------
 

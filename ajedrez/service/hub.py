@@ -214,15 +214,31 @@ class Hub:
 
     # -- streams -----------------------------------------------------------------------------
 
-    def open(self, sink: Sink, user_id: int, cursor: int | None) -> Stream:
-        """A stream for ``sink``'s user from ``cursor`` (None: from now on)."""
+    async def now(self) -> int:
+        """The newest event the store has committed, from any process: a stream "from
+        now on" starts after it, so that every change acknowledged to anyone before it
+        was asked for is behind its cursor (this hub may not have read them yet)."""
+        rows = await self.reads.horizon()
+        return int(rows[0].last)
+
+    def open(
+        self, sink: Sink, user_id: int, cursor: int | None, *, now: int | None = None
+    ) -> Stream:
+        """A stream for ``sink``'s user from ``cursor``; None: from now on, which is
+        after ``now`` (read by :meth:`now` just before) or, not given, after the newest
+        event this hub has handed out."""
         stream = Stream(self, sink, user_id)
         self.by_user.setdefault(user_id, set()).add(stream)
-        # From now on the hub hands it every new event; those up to here come from the
-        # store, or, without a cursor, are not asked for.
-        stream.sent = self.last if cursor is None else cursor
+        # From now on the hub hands it every event after ``self.last``; those up to the
+        # cursor are not asked for, and those after it the hub handed out already (after
+        # ``now``, before the stream opened) come from the store.
+        if cursor is None:
+            cursor, catch_up = (self.last, False) if now is None else (now, now < self.last)
+        else:
+            catch_up = True
+        stream.sent = cursor
         assert self._loop is not None
-        stream.task = self._loop.create_task(stream.start(catch_up=cursor is not None))
+        stream.task = self._loop.create_task(stream.start(catch_up=catch_up))
         return stream
 
     def close(self, stream: Stream) -> None:

@@ -210,13 +210,15 @@ class Player:
 
     # -- events ----------------------------------------------------------------------------
 
-    def stream(self, sink: Sink, cursor: int | None = None) -> Stream:
-        """The caller's events after ``cursor`` (None: from now on), handed to ``sink``
-        (stored events, then live, with the stream's marks); ``close_stream`` ends it."""
+    async def stream(self, sink: Sink, cursor: int | None = None) -> Stream:
+        """The caller's events after ``cursor`` (None: from now on: after every event
+        committed before this call), handed to ``sink`` (stored events, then live, with
+        the stream's marks); ``close_stream`` ends it."""
         hub = self.service.hub
         if hub is None:
             raise RuntimeError("this service has no event hub")
-        return hub.open(sink, self.id, cursor)
+        now = await hub.now() if cursor is None else None
+        return hub.open(sink, self.id, cursor, now=now)
 
     def close_stream(self, stream: Stream) -> None:
         if self.service.hub is not None:

@@ -172,6 +172,42 @@ def test_even_without_a_cursor_streams_from_now(stream, watching, new_user):
     assert bodies(again.events) == [e.body]
 
 
+def test_a_stream_from_now_starts_after_every_change_acknowledged_before_it(stream, new_user):
+    """EVEN without a cursor right after a move's 208 (pipelined behind the JGDA on the
+    same connection, or on another connection once the opponent's move was answered):
+    the move is behind the stream's start. Its 219 and its 601 stand at or after the
+    move's event, which never comes as live (issue: a stale cursor sent it, or put the
+    601 after it)."""
+    ana, bob = new_user("na"), new_user("nb")
+    a, b = stream(ana), stream(bob)
+    m = match(ana, a, bob, b)
+    for san in ("e4", "e5", "Nf3", "Nc6", "Bb5", "a6"):
+        move = m.board.parse_san(san)
+        line = jgda(m.pid, m.board.ply() + 1, move)
+        m.board.push(move)
+        watcher = stream(ana)
+        if m.board.ply() % 2:  # ana's move: JGDA and EVEN in one write
+            watcher.send_raw(f"{line}\nEVEN\n".encode())
+            r = watcher.reply()
+            assert (r.code, r.text) == (208, ""), r
+        else:  # bob's move answered, then ana's stream from now
+            r = b.cmd(line)
+            assert (r.code, r.text) == (208, ""), r
+            watcher.send("EVEN")
+        r = watcher.reply()
+        assert r.code == 219, r
+        got = watcher.until_caught_up(int(r.text))
+        assert got.events == [] and got.aldia == int(r.text), (san, r, got)
+        assert watcher.quiet(0.2) == [], san  # the move is not sent as live either
+        watcher.send("EVEN:0")  # and it is the newest event there is
+        r = watcher.reply()
+        assert r.code == 219, r
+        stored = watcher.until_caught_up(0)
+        assert stored.events[-1].kind == "FIN_DE_TURNO", stored
+        assert stored.events[-1].cursor == got.aldia, (stored.events[-1], got)
+        watcher.close()
+
+
 def test_challenges_made_declined_and_withdrawn(stream, watching, new_user):
     ana, bob = new_user("ca"), new_user("cb")
     a, b = stream(ana), stream(bob)

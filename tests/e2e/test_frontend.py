@@ -85,7 +85,7 @@ class JsonLines(asyncio.Protocol):
             await me.play(r["game"], r["ply"], r["uci"])
             return {}
         if r["op"] == "watch":
-            me.stream(self, r.get("cursor"))
+            await me.stream(self, r.get("cursor"))
             return {}
         status = await me.game(r["game"])
         return {"next_ply": status.next_ply, "white": status.white, "black": status.black}

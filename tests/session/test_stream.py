@@ -172,6 +172,44 @@ def test_from_now_it_sends_only_new_events_and_601_first(loop):
     assert sink.events() == [2]
 
 
+def test_from_now_starts_after_what_the_store_committed_not_what_the_hub_has_read(loop):
+    """An event committed (and acknowledged) before the stream was asked for, which the
+    hub has not read yet (its wake is still on the way), is behind the stream's start:
+    not sent, and the 219 and the 601 both stand after it."""
+    log = Log()
+    move(log, 1)
+    hub = started_hub(loop, log)
+    move(log, 2)  # committed; the hub is not woken yet
+    assert hub.last == 1
+    now = loop.run_until_complete(hub.now())
+    sink = Sink()
+    stream = hub.open(sink, 2, None, now=now)
+    run(loop)
+    assert stream.start_cursor == 2 and sink.frames == [(Reply.V_ALDIA, "2")]
+    hub.wake()
+    move(log, 3)
+    run(loop)
+    hub.wake()
+    run(loop)
+    assert sink.events() == [3]
+
+
+def test_from_now_sends_what_the_hub_handed_out_after_now_before_the_stream_opened(loop):
+    log = Log()
+    move(log, 1)
+    hub = started_hub(loop, log)
+    now = loop.run_until_complete(hub.now())
+    move(log, 2)  # committed after "now" was read, and handed out before the stream opened
+    hub.wake()
+    run(loop)
+    assert hub.last == 2
+    sink = Sink()
+    stream = hub.open(sink, 2, None, now=now)
+    assert stream.start_cursor == 1  # what the 219 says
+    run(loop)
+    assert sink.events() == [2] and sink.frames[-1] == (Reply.V_ALDIA, "2")
+
+
 def test_with_nobody_streaming_the_hub_reads_the_counter_alone(loop):
     """Every commit wakes the hub; with no stream open it reads the counter's one row, not
     the events (a move's commit would otherwise read its events back for nobody), and a
