@@ -184,8 +184,11 @@ def test_leave_start_status_and_end(timed):
     assert f"you on leave until {until}" in a("games").out
 
     again = a.fail("leave", "start", rc=1)
-    assert "leave cannot start: you are on leave already" in again.err
-    assert "(844 F_LEAVE)" in again.err
+    assert (
+        "leave cannot start: you are on leave already; end it first with `ajedrez leave end` "
+        "(844 F_LEAVE)"
+    ) in again.err
+    assert "LICE:" not in again.err
 
     timed.time.advance(DAY_MS)
     ended = a("leave", "end").out
