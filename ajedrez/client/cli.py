@@ -225,7 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
         "30s-move), INITIAL+INCREMENT[/CAP] (50d+5d, 2h+30s), or none (default: the "
         "server's)",
     )
-    p = add("challenges", cmd_challenges, "challenges you received (and sent from here)")
+    p = add(
+        "challenges",
+        cmd_challenges,
+        "open challenges to you and those you sent, from any machine (as of the last sync)",
+    )
     sync_flag(p)
     p = add("accept", cmd_accept, "accept a user's challenge, choosing your colour")
     p.add_argument("target", metavar="USER")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from pathlib import Path
 
 from ajedrez.admin import cli as admin_cli
 from ajedrez.client import app, cli
@@ -297,3 +298,17 @@ def test_with_open_signup_subscribe_says_the_account_is_ready(database_url, mach
         assert "Synced with" in me("sync").out
     finally:
         assert srv.stop() == 0
+
+
+def test_help_says_challenges_lists_those_sent_from_any_machine():
+    for args in (["--help"], ["challenges", "--help"]):
+        out = subprocess.run(
+            [str(Path(sys.executable).parent / "ajedrez"), *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        said = " ".join(out.split())  # as argparse wraps it
+        assert "open challenges to you and those you sent, from any machine" in said, out
+        assert "from here" not in said
