@@ -312,3 +312,19 @@ def test_help_says_challenges_lists_those_sent_from_any_machine():
         said = " ".join(out.split())  # as argparse wraps it
         assert "open challenges to you and those you sent, from any machine" in said, out
         assert "from here" not in said
+
+
+def test_challenges_on_a_machine_that_never_synced_syncs_first(machine, new_user):
+    ana, bob = new_user("ana"), new_user("bob")
+    a, b = machine(ana), machine(bob)
+    b("challenge", ana, "--time", "3d")
+    fresh = a("challenges")
+    assert "Challenges to you:" in fresh.out and bob in fresh.out, fresh
+    assert "3d (3 d a move)" in fresh.out and "data from sync just now" in fresh.out, fresh
+    # Synced now: the next one reads the local data, as every read command does.
+    again = a("challenges", "-v")
+    assert bob in again.out and again.err == "", again  # -v: no command sent
+    # And with no server, there is nothing to show: it says so, as sync does.
+    other = machine(new_user("carl"), srv=None)
+    other.address = f"127.0.0.1:{free_port()}"
+    assert "cannot reach the server" in other.fail("challenges", rc=3).err
