@@ -387,6 +387,15 @@ def main(
         stdin or sys.stdin,
     )
     try:
+        return _run(app)
+    finally:
+        app.discard_unused()
+
+
+def _run(app: App) -> int:
+    """The command, its errors as one line and an exit status."""
+    args = app.args
+    try:
         return int(args.func(app))
     except CliError as e:
         app.warn(str(e))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ajedrez.admin import cli as admin_cli
 from ajedrez.client import app, cli
+from ajedrez.client.cache import cache_path
 from tests.client.conftest import free_port, start_game
 from tests.support.common import PASSWORD, ROOT, unique_name
 from tests.support.server import admin, start_server
@@ -328,3 +329,21 @@ def test_challenges_on_a_machine_that_never_synced_syncs_first(machine, new_user
     other = machine(new_user("carl"), srv=None)
     other.address = f"127.0.0.1:{free_port()}"
     assert "cannot reach the server" in other.fail("challenges", rc=3).err
+
+
+def test_a_failed_first_login_leaves_no_local_data_and_a_later_one_keeps_it(machine, new_user):
+    ana = new_user("ana")
+    a = machine(ana)
+    host, port = a.address.rsplit(":", 1)
+    data = cache_path(a.data_dir, host, int(port), ana)
+    a.fail("sync", password="not it", rc=4)
+    a.fail("challenges", password="not it", rc=4)
+    assert not data.exists() and not data.parent.exists()
+    ghost = machine("ghost-" + ana)
+    ghost.fail("sync", rc=4)
+    assert list(ghost.data_dir.rglob("*")) == []
+    # Once a login worked the data is the user's: a later wrong password keeps it.
+    a("sync")
+    assert data.exists()
+    a.fail("sync", password="not it", rc=4)
+    assert data.exists() and ana in a("players").out
