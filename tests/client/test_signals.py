@@ -74,3 +74,30 @@ def test_ctrl_c_while_the_command_loads_says_one_line_and_exits_130(tmp_path: Pa
             proc.wait()
     said = [line for line in err.splitlines() if IMPORT_LINE not in line]
     assert (rc, said) == (130, ["ajedrez: interrupted"]), said
+
+
+def test_watch_started_with_sigint_ignored_still_stops_on_sigint(machine, new_user):
+    ana = new_user("ana")
+    a = machine(ana)
+    proc = subprocess.Popen(
+        [AJEDREZ, "--server", a.address, "--user", ana, "--data-dir", str(a.data_dir), "watch"],
+        cwd=ROOT,
+        env=a.env(a.password),
+        # As `ajedrez watch &` in a script without job control starts it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert "Up to date" in proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rc == 0  # watch ends normally on Ctrl-C
+    assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
