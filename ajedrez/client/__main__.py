@@ -1,5 +1,5 @@
 import sys
 
-from ajedrez.client.cli import main
+from ajedrez.client_command import main
 
 sys.exit(main())

@@ -63,6 +63,8 @@ def cmd_unsubscribe(app: App) -> int:
 
 
 LEAVE_ACTIONS = {"start": LEAVE_START, "end": LEAVE_END, "status": LEAVE_STATUS}
+# Each LICE line as the command of this client that sends it.
+LEAVE_LINES = {f"LICE:{code}": f"ajedrez leave {name}" for name, code in LEAVE_ACTIONS.items()}
 
 
 def cmd_leave(app: App) -> int:
@@ -76,7 +78,12 @@ def cmd_leave(app: App) -> int:
         try:
             leave = client.lice(LEAVE_ACTIONS[action], days)
         except LeaveRefused as e:
-            raise CliError(f"leave cannot {action}: {e.reason} ({e.code} {e.name})") from None
+            reason = e.reason
+            for line, command in LEAVE_LINES.items():
+                # The server's reason names the protocol line, which old ESPOL clients
+                # show as it is; here the user types commands, so name the command.
+                reason = reason.replace(f"({line})", f"with `{command}`")
+            raise CliError(f"leave cannot {action}: {reason} ({e.code} {e.name})") from None
         if action != "status":
             # Leave stops or restarts the clocks of every correspondence game: fetch them
             # so that `games` and `show` count down the right ones offline.

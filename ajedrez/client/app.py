@@ -9,7 +9,7 @@ import getpass
 import ssl
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -46,6 +46,10 @@ class App:
     stdin: TextIO
     _settings: Settings | None = None
     _password: str | None = None
+    # The local data's file and directory this run made, and whether it ever logged in:
+    # made and never logged in, they hold nothing from the server (see discard_unused).
+    _made: list[Path] = field(default_factory=list)
+    _logged_in: bool = False
 
     # -- settings, cache, connection ---------------------------------------------------
 
@@ -90,10 +94,31 @@ class App:
                 f"no local data for {self.user} at {self.settings.server} yet: "
                 "run `ajedrez sync` first"
             )
+        made = [p for p in (path.parent, path) if not p.exists()]
         try:
-            return Cache(path)
+            cache = Cache(path)
         except OSError as e:
             raise CliError(f"cannot open the local data {path}: {e}") from None
+        self._made += made
+        return cache
+
+    def discard_unused(self) -> None:
+        """Remove the local data this run made if it never logged in: a wrong password or
+        address would otherwise leave an empty file (and directory) that names a server
+        or user that does not exist."""
+        if self._logged_in or not self._made:
+            return
+        for made in reversed(self._made):  # the file, then its directory
+            try:
+                if made.is_dir():
+                    made.rmdir()  # only if empty: another user's data may be there now
+                else:
+                    for extra in ("-wal", "-shm", "-journal"):
+                        made.with_name(made.name + extra).unlink(missing_ok=True)
+                    made.unlink(missing_ok=True)
+            except OSError:
+                pass
+        self._made.clear()
 
     def say(self, text: str = "") -> None:
         print(text, file=self.out)
@@ -162,6 +187,7 @@ class App:
                 ) from None
             except ValueError as e:
                 raise CliError(str(e), EXIT_USAGE) from None
+            self._logged_in = True
             yield client
         finally:
             client.quit()

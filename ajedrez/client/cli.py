@@ -225,7 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
         "30s-move), INITIAL+INCREMENT[/CAP] (50d+5d, 2h+30s), or none (default: the "
         "server's)",
     )
-    p = add("challenges", cmd_challenges, "challenges you received (and sent from here)")
+    p = add(
+        "challenges",
+        cmd_challenges,
+        "open challenges to you and those you sent, from any machine (as of the last sync)",
+    )
     sync_flag(p)
     p = add("accept", cmd_accept, "accept a user's challenge, choosing your colour")
     p.add_argument("target", metavar="USER")
@@ -382,6 +386,15 @@ def main(
         stderr or sys.stderr,
         stdin or sys.stdin,
     )
+    try:
+        return _run(app)
+    finally:
+        app.discard_unused()
+
+
+def _run(app: App) -> int:
+    """The command, its errors as one line and an exit status."""
+    args = app.args
     try:
         return int(args.func(app))
     except CliError as e:

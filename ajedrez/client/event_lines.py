@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
+import chess
+
 from ajedrez.client.clocks import control_text, describe_control, span, when
 from ajedrez.client.output import numbered
 from ajedrez.domain.values import WHITE, color_of_ply
@@ -115,9 +117,9 @@ def describe(e: EventRecord, me: str, players: PlayersOf) -> str:
             mover = who(known[1] if turn == known[0] else known[0])
         else:
             mover = "white" if color_of_ply(ply) == WHITE else "black"
-        return f"{gid}: {mover} played {numbered(ply, f['san'])} ({f['jugada']}); " + _to_move(
-            gid, turn, me
-        )
+        played = f"{gid}: {mover} played {numbered(ply, f['san'])} ({f['jugada']}); "
+        ended = _ended_by(f["fen"], known, me)
+        return played + (ended if ended is not None else _to_move(gid, turn, me))
     if kind == ev.TABLAS:
         user = f["usuario"]
         if user == me:
@@ -181,6 +183,30 @@ def _terms(control: str) -> str:
 
 def _to_move(gid: str, turn: str, me: str) -> str:
     return f"your move: `ajedrez move {gid} MOVE`" if turn == me else f"{turn} to move"
+
+
+# The ends the server declares on the move that reaches them and that the position after
+# it shows. Fivefold repetition needs the game's history, which an event does not carry:
+# after such a move the line says whose move it is, and FINALIZACION follows.
+_ENDINGS = {
+    chess.Termination.CHECKMATE: "checkmate",
+    chess.Termination.STALEMATE: "stalemate",
+    chess.Termination.INSUFFICIENT_MATERIAL: "insufficient material",
+    chess.Termination.SEVENTYFIVE_MOVES: "seventy-five-move rule",
+}
+
+
+def _ended_by(fen: str, known: tuple[str, str] | None, me: str) -> str | None:
+    """``game over: you (black) won: checkmate`` when the position after a move ends the
+    game, else None."""
+    try:
+        outcome = chess.Board(fen).outcome(claim_draw=False)
+    except ValueError:  # a FEN this client cannot read: say whose move it is, as before
+        return None
+    if outcome is None or outcome.termination not in _ENDINGS:
+        return None
+    ganador = "3" if outcome.winner is None else ("1" if outcome.winner else "2")
+    return f"game over: {_result(ganador, known, me)}: {_ENDINGS[outcome.termination]}"
 
 
 def _result(ganador: str, known: tuple[str, str] | None, me: str) -> str:

@@ -195,8 +195,15 @@ def cmd_status(app: App) -> int:
 
 
 def cmd_challenges(app: App) -> int:
-    with app.open_cache(create=app.args.sync) as cache:
-        app.maybe_sync(cache)
+    with app.open_cache(create=True) as cache:
+        if cache.last_sync is None:
+            # Never synced here: an empty list would say "no challenges" when there may
+            # be some, which is what one asks after being told of one. Sync first; with
+            # nothing to fall back on, a server that cannot be reached is an error.
+            with app.session() as client:
+                sync_all(client, cache)
+        else:
+            app.maybe_sync(cache)
         received = cache.challenge_controls("in")
         sent = cache.challenge_controls("out")
         if received:

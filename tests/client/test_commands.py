@@ -6,9 +6,11 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from pathlib import Path
 
 from ajedrez.admin import cli as admin_cli
 from ajedrez.client import app, cli
+from ajedrez.client.cache import cache_path
 from tests.client.conftest import free_port, start_game
 from tests.support.common import PASSWORD, ROOT, unique_name
 from tests.support.server import admin, start_server
@@ -297,3 +299,51 @@ def test_with_open_signup_subscribe_says_the_account_is_ready(database_url, mach
         assert "Synced with" in me("sync").out
     finally:
         assert srv.stop() == 0
+
+
+def test_help_says_challenges_lists_those_sent_from_any_machine():
+    for args in (["--help"], ["challenges", "--help"]):
+        out = subprocess.run(
+            [str(Path(sys.executable).parent / "ajedrez"), *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        said = " ".join(out.split())  # as argparse wraps it
+        assert "open challenges to you and those you sent, from any machine" in said, out
+        assert "from here" not in said
+
+
+def test_challenges_on_a_machine_that_never_synced_syncs_first(machine, new_user):
+    ana, bob = new_user("ana"), new_user("bob")
+    a, b = machine(ana), machine(bob)
+    b("challenge", ana, "--time", "3d")
+    fresh = a("challenges")
+    assert "Challenges to you:" in fresh.out and bob in fresh.out, fresh
+    assert "3d (3 d a move)" in fresh.out and "data from sync just now" in fresh.out, fresh
+    # Synced now: the next one reads the local data, as every read command does.
+    again = a("challenges", "-v")
+    assert bob in again.out and again.err == "", again  # -v: no command sent
+    # And with no server, there is nothing to show: it says so, as sync does.
+    other = machine(new_user("carl"), srv=None)
+    other.address = f"127.0.0.1:{free_port()}"
+    assert "cannot reach the server" in other.fail("challenges", rc=3).err
+
+
+def test_a_failed_first_login_leaves_no_local_data_and_a_later_one_keeps_it(machine, new_user):
+    ana = new_user("ana")
+    a = machine(ana)
+    host, port = a.address.rsplit(":", 1)
+    data = cache_path(a.data_dir, host, int(port), ana)
+    a.fail("sync", password="not it", rc=4)
+    a.fail("challenges", password="not it", rc=4)
+    assert not data.exists() and not data.parent.exists()
+    ghost = machine("ghost-" + ana)
+    ghost.fail("sync", rc=4)
+    assert list(ghost.data_dir.rglob("*")) == []
+    # Once a login worked the data is the user's: a later wrong password keeps it.
+    a("sync")
+    assert data.exists()
+    a.fail("sync", password="not it", rc=4)
+    assert data.exists() and ana in a("players").out

@@ -460,3 +460,22 @@ def test_the_library_reads_a_chat_log_of_several_parts(server, new_user):
     finally:
         a.quit()
         b.quit()
+
+
+def test_watch_says_how_a_mating_move_ended_the_game_not_whose_move_it_is(machine, new_user):
+    ana, bob = new_user("ana"), new_user("bob")
+    a, b = machine(ana), machine(bob)
+    gid = start_game(a, b)  # ana white
+    watch = Running(b, "watch")
+    try:
+        watch.wait_line("Up to date")
+        for mover, san in ((a, "f3"), (b, "e5"), (a, "g4"), (b, "Qh4#")):
+            mover("move", gid, san)
+        line = watch.wait_line("FIN_DE_TURNO", "d8h4")
+        assert line.endswith(
+            f"{gid}: you played 2... Qh4# (d8h4); game over: you (black) won: checkmate"
+        ), line
+        assert "to move" not in line and "your move" not in line
+        assert "you (black) won: checkmate" in watch.wait_line("FINALIZACION", gid)
+    finally:
+        assert watch.stop() == 0

@@ -123,3 +123,17 @@ def test_every_exit_status_is_documented_once():
     assert len(statuses) == len([k for k in vars(app) if k.startswith("EXIT_")])  # distinct
     for status in statuses:
         assert docs.count(f"\n| {status} | ") == 1, status
+
+
+def test_a_wrong_address_leaves_no_local_data(redis_like, tmp_path: Path):
+    port = free_port()
+    for address, rc in (
+        (f"127.0.0.1:{redis_like.port}", EXIT_NOT_ESPOL),
+        (f"127.0.0.1:{port}", EXIT_UNREACHABLE),
+    ):
+        me = Machine(address, "ana", tmp_path)
+        me.fail("sync", rc=rc)
+        me.fail("challenges", rc=rc)
+        me.run("games", "--sync", ok=False)  # unreachable: warns, shows no games
+        made = sorted(p.relative_to(tmp_path) for p in me.data_dir.rglob("*"))
+        assert made == [], (address, made)

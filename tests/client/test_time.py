@@ -26,7 +26,7 @@ from ajedrez.domain.accounts import Accounts
 from ajedrez.store.db import Database
 from tests.client.conftest import Machine, MachineFactory, free_port
 from tests.support.clock import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS, START_MS, FileTime
-from tests.support.common import PASSWORD, unique_name
+from tests.support.common import PASSWORD, ROOT, unique_name
 from tests.support.server import ServerProcess, start_server
 
 
@@ -184,8 +184,11 @@ def test_leave_start_status_and_end(timed):
     assert f"you on leave until {until}" in a("games").out
 
     again = a.fail("leave", "start", rc=1)
-    assert "leave cannot start: you are on leave already" in again.err
-    assert "(844 F_LEAVE)" in again.err
+    assert (
+        "leave cannot start: you are on leave already; end it first with `ajedrez leave end` "
+        "(844 F_LEAVE)"
+    ) in again.err
+    assert "LICE:" not in again.err
 
     timed.time.advance(DAY_MS)
     ended = a("leave", "end").out
@@ -279,3 +282,27 @@ def test_the_library_against_the_server(timed):
         assert clock.white_ms == clock.black_ms == 2 * HOUR_MS
         assert clock.deadline_ms == timed.time.now + 2 * HOUR_MS and clock.end_reason == ""
         assert b.leave_status().until_ms == 0
+
+
+def test_a_win_on_time_counts_in_the_ranking_as_the_srnk_doc_says(timed):
+    a, b = timed.pair()
+    aborted = timed_game(a, b, "1d")  # white never moves: no result
+    c, d = timed.pair("carl", "dora")
+    late = timed_game(c, d, "1d")
+    c("move", late, "e4")
+    d("move", late, "e5")
+    timed.time.advance(DAY_MS + SECOND_MS)
+    c.fail("move", late, "Nf3", rc=1)  # ends it on time, if the scheduler has not
+    a.fail("move", aborted, "e4", rc=1)
+
+    ranking = d("ranking", "--sync").out
+    wins = {row.split()[1]: int(row.split()[2]) for row in ranking.splitlines()[1:5]}
+    assert wins == {d.user: 1, c.user: 0, a.user: 0, b.user: 0}, ranking
+
+    # The protocol's SRNK section says so, and says what does not count.
+    doc = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    srnk = doc.split("\n### SRNK\n", 1)[1].split("\n### ", 1)[0]
+    said = " ".join(srnk.split())
+    for counted in ("checkmate", "resignation", "leaving the service", "clock running out"):
+        assert counted in said, counted
+    assert "without a winner credits nobody" in said and "aborted on time" in said
