@@ -129,7 +129,14 @@ SPECS: dict[str, Spec] = {
             "what went away since fecha: P:<partida> purged games, R:<usuario> closed challenges",
             _FECHA,
         ),
-        _spec("JAUT", True, "active users admitted or changed since fecha (0 = all)", _FECHA),
+        _spec(
+            "JAUT",
+            True,
+            "active users admitted or changed since fecha (0 = all; 1: guests too, marked)",
+            _FECHA,
+            ("1", v.with_guests),
+            optional=1,
+        ),
         _spec("SRNK", True, "the ten users with most won games"),
         _spec("STAT", True, "the status of one of your games", _PARTIDA, runs=work_of("game")),
         _spec(

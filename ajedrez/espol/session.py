@@ -30,6 +30,7 @@ from ajedrez.espol.fields import format_fecha, format_partida
 from ajedrez.espol.framing import LineError, encode_records, encode_reply, parse_line
 from ajedrez.espol.records import (
     Challenger,
+    Listed,
     MoveRecord,
     OpenChallenge,
     RankEntry,
@@ -213,7 +214,11 @@ class Session:
     def do_QUIT(self) -> Outcome:
         return Outcome(close=True)
 
-    def do_JAUT(self, since: int) -> Outcome:
+    def do_JAUT(self, since: int, with_guests: bool = False) -> Outcome:
+        if with_guests:
+            stamp, players = self.accounts.players_since(since)
+            records = [Listed(name, guest).encode() for name, guest in players]
+            return self._since(Reply.S_JAUT, stamp, records)
         stamp, names = self.accounts.active_users_since(since)
         return self._since(Reply.S_JAUT, stamp, names)
 

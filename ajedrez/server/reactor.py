@@ -78,6 +78,7 @@ def make_service(
         command_threads=command_threads,
         password_threads=lim.max_password_checks,
         subscription_threads=lim.max_subscription_hashes,
+        guests_per_address=lim.max_guests_per_address,
         hub=hub,
     )
 
@@ -156,6 +157,7 @@ class Reactor:
                 conn.abort()
         for server in self._servers:
             await server.wait_closed()
+        await self.service.guests.stop()
         self.service.shutdown()
         log.info("all sessions closed")
 

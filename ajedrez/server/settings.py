@@ -50,6 +50,7 @@ class Limits:
     subs_window: float = 3600.0
     max_pending_subscriptions: int = 1000  # requests waiting for the administrator, in all
     max_pending_per_address: int = 3  # ... and from one client address
+    max_guests_per_address: int = 16  # guests of the seed listeners held from one address
 
 
 @dataclass(frozen=True)
@@ -295,6 +296,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         ("subs_window", "seconds over which SUBS requests are counted"),
         ("max_pending_subscriptions", "subscription requests pending in all"),
         ("max_pending_per_address", "subscription requests pending from one address"),
+        ("max_guests_per_address", "guests of the seed listeners from one address at once"),
     ):
         default = getattr(lim, name)
         kind = type(default)
