@@ -19,6 +19,7 @@ from ajedrez.domain.views import MoveFields, MoveRecord
 
 START_FEN = chess.STARTING_FEN  # every game starts from it
 _COORDINATES = re.compile(r"[a-h][1-8][a-h][1-8][qrbnQRBN]?")
+_CASTLING = re.compile(r"([O0]-[O0](-[O0])?)[+]?")
 
 
 class Standing(Enum):
@@ -42,6 +43,13 @@ def standing(fen: str) -> Standing:
     if board.is_stalemate() or board.is_insufficient_material() or board.is_seventyfive_moves():
         return Standing.DRAWN
     return Standing.CHECK if board.is_check() else Standing.PLAYING
+
+
+def move_syntax(text: str) -> bool:
+    """Is ``text`` written as a move, coordinates or SAN, whatever the position?"""
+    return bool(
+        _COORDINATES.fullmatch(text) or _CASTLING.fullmatch(text) or chess.SAN_REGEX.match(text)
+    )
 
 
 def read_move(fen: str, ply: int, text: str) -> MoveRecord:

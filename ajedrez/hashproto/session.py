@@ -21,7 +21,14 @@ from typing import ClassVar
 from ajedrez.domain import event_kinds as ev
 from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.events import StoredEvent
-from ajedrez.domain.positions import START_FEN, position_after, read_move, standing, turn
+from ajedrez.domain.positions import (
+    START_FEN,
+    move_syntax,
+    position_after,
+    read_move,
+    standing,
+    turn,
+)
 from ajedrez.domain.values import BLACK, WHITE, game_name, other_color
 from ajedrez.domain.views import ClockStatus, GameStatus, MoveRecord
 from ajedrez.hashproto import texts as t
@@ -204,6 +211,8 @@ class Session:
         table, refused = self._own_table(code, playing=True)
         if table is None:
             return refused
+        if not move_syntax(text):
+            return nok(t.INVALID_MOVE)
         if turn(table.fen) != table.role:
             return nok(t.NOT_YOUR_TURN)
         try:
