@@ -332,6 +332,8 @@ class Session:
 
     def event(self, event: StoredEvent) -> list[Step]:
         f = event.fields
+        if not ev.conforms(event.kind, f):
+            return []  # a kind this release does not know, or an older release's text
         if event.kind == ev.INICIO_PARTIDA and self.waiting:
             return self._begun(event)
         table = self.table
