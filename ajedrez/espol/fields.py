@@ -132,14 +132,6 @@ def with_controls(value: str) -> bool:
     return value == "1"
 
 
-def with_guests(value: str) -> bool:
-    """JAUT's optional field: ``1`` lists the guests connected now too, each record
-    marked."""
-    if value not in ("", "1"):
-        raise ValueError(f"invalid option '{shown(value)}': 1 (with guests)")
-    return value == "1"
-
-
 LEAVE_ACTIONS = ("I", "F", "E")  # LICE: iniciar, finalizar, estado
 MAX_LEAVE_DAYS = 366
 

@@ -182,14 +182,14 @@ class Challenger:
         return f"{self.user}:{self.control}"
 
 
-# The kinds of player in a record of ``JAUT:<fecha>:1``.
+# The kinds of player in a record of JUGA.
 REGISTERED = "R"  # an account
 GUEST = "I"  # invitado: a guest of a seed protocol's listener (docs/dialects.md)
 
 
 @dataclass(frozen=True)
 class Listed:
-    """One record of ``JAUT:<fecha>:1``: a player and whether it is a guest."""
+    """One record of JUGA: a player and whether it is a guest."""
 
     user: str
     guest: bool
@@ -275,10 +275,10 @@ def parse_challenger(record: str) -> Challenger:
 
 
 def parse_listed(record: str) -> Listed:
-    """A record of ``JAUT:<fecha>:1``."""
+    """A record of JUGA."""
     user, sep, kind = record.partition(":")
     if not sep or not user or kind not in (REGISTERED, GUEST):
-        raise MalformedRecord(f"malformed JAUT record {record!r}")
+        raise MalformedRecord(f"malformed JUGA record {record!r}")
     return Listed(user, kind == GUEST)
 
 

@@ -214,13 +214,14 @@ class Session:
     def do_QUIT(self) -> Outcome:
         return Outcome(close=True)
 
-    def do_JAUT(self, since: int, with_guests: bool = False) -> Outcome:
-        if with_guests:
-            stamp, players = self.accounts.players_since(since)
-            records = [Listed(name, guest).encode() for name, guest in players]
-            return self._since(Reply.S_JAUT, stamp, records)
+    def do_JAUT(self, since: int) -> Outcome:
         stamp, names = self.accounts.active_users_since(since)
         return self._since(Reply.S_JAUT, stamp, names)
+
+    def do_JUGA(self, since: int) -> Outcome:
+        stamp, players = self.accounts.players_since(since)
+        records = [Listed(name, guest).encode() for name, guest in players]
+        return self._since(Reply.S_JUGA, stamp, records)
 
     # -- challenges --------------------------------------------------------------------
 

@@ -218,11 +218,16 @@ def test_a_game_of_guests_is_observed_from_espol(port: int, srv: ServerProcess, 
         fields = espol.cmd(f"STAT:{pid}").text.split(":")
         white, black = fields[1], fields[2]
         assert fields[8:] == ["-", "3"]  # an observer's colour, the next ply
-        # Guests are marked where ESPOL lists them on request, and nowhere else.
-        listed = ",".join(r.text for r in espol.cmd_all("JAUT:0:1"))
+        # Guests are marked where ESPOL lists players (JUGA); they are no accounts: not
+        # in JAUT or SRNK, never logged in, never challenged.
+        listed = ",".join(r.text for r in espol.cmd_all("JUGA:0"))
         assert f",{white}:I" in listed and f",{black}:I" in listed and f",{watcher}:R" in listed
-        plain = ",".join(r.text for r in espol.cmd_all("JAUT:0"))
-        assert f",{white}," not in f"{plain}," and f",{watcher}" in plain
+        accounts = ",".join(r.text for r in espol.cmd_all("JAUT:0")) + ","
+        assert f",{white}," not in accounts and f",{watcher}," in accounts
+        assert white not in espol.cmd("SRNK").text
+        assert espol.cmd(f"JUEG:{white}").code == 814
+        with connect(srv) as other:
+            assert other.cmd(f"USER:{white}").code == 814
         w.send("RENDIRSE", cw)
         assert espol.expect("ABANDONO", "FINALIZACION")[1]["ganador"] == "2"
         pgn_text = "".join(r.text for r in espol.cmd_all(f"PGNX:{pid}"))
