@@ -19,7 +19,7 @@ import chess
 import chess.pgn
 
 from ajedrez.domain.timecontrol import TimeControl
-from ajedrez.domain.values import END_ABORTED, END_TIMEOUT
+from ajedrez.domain.values import END_ABORTED, END_STOPPED, END_TIMEOUT
 
 EVENT = "Ajedrez correspondence game"
 SITE = "Ajedrez ESPOL 2.0 server"
@@ -27,8 +27,14 @@ STATUS_FINISHED = 2
 RESULTS = {1: "1-0", 2: "0-1", 3: "1/2-1/2"}  # by ganador
 # The end reason of a game its loser lost by leaving the service (``games.forfeit_all``).
 LEFT_SERVICE = "left the service"
-# End reasons of clocks (``clocks.py``): their PGN Termination.
-TERMINATIONS = {LEFT_SERVICE: "abandoned", END_TIMEOUT: "time forfeit", END_ABORTED: "unterminated"}
+# End reasons of clocks (``clocks.py``) and of guests' games when the server stopped
+# (``guests.py``): their PGN Termination.
+TERMINATIONS = {
+    LEFT_SERVICE: "abandoned",
+    END_TIMEOUT: "time forfeit",
+    END_ABORTED: "unterminated",
+    END_STOPPED: "unterminated",
+}
 UNKNOWN_DATE = "????.??.??"
 # Tags that mark a guest of a seed protocol's listener (docs/dialects.md), white's, black's.
 GUEST_TAGS = ("WhiteGuest", "BlackGuest")

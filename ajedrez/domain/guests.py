@@ -14,9 +14,10 @@ from __future__ import annotations
 from ajedrez.domain import events, games
 from ajedrez.domain.clocks import Clock
 from ajedrez.domain.errors import Conflict, Failure, Refusal
+from ajedrez.domain.finish import finish
 from ajedrez.domain.live import existing_game
 from ajedrez.domain.ports import Store, StoreTx
-from ajedrez.domain.values import new_user_name
+from ajedrez.domain.values import END_STOPPED, WINNER_NONE, new_user_name
 
 # How long a guest's name stays held after the last renewal: a process that dies holds
 # its guests' names this long at most.
@@ -80,16 +81,24 @@ class Guests:
                 if tx.renew_guest(user_id, held_ms, lease)
             }
 
-    def release(self, user_id: int, held_ms: int) -> list[int]:
+    def release(self, user_id: int, held_ms: int, *, stopping: bool = False) -> list[int]:
         """The guest's connection ended: its active games are lost (each opponent wins,
-        as when an account is closed), its seeks withdrawn, the games it observes left,
-        and its name free. Returns the ids of the games it lost. A guest whose lease
-        another connection took meanwhile is that connection's: nothing changes."""
+        as when an account is closed; with ``stopping``, the server's stop ended the
+        connection, and they end without a result), its seeks withdrawn, the games it
+        observes left, and its name free. Returns the ids of its games it ended. A
+        guest whose lease another connection took meanwhile is that connection's:
+        nothing changes."""
         with self.store.writing() as tx:
             if not tx.release_guest(user_id, held_ms):
                 return []
             now = self.clock.now_ms()
-            lost = games.forfeit_all(tx, user_id, now)
+            if stopping:
+                lost = []
+                for row in tx.active_games_of(user_id):
+                    finish(tx, row.id, row, WINNER_NONE, END_STOPPED, now)
+                    lost.append(row.id)
+            else:
+                lost = games.forfeit_all(tx, user_id, now)
             tx.drop_seeks(user_id)
             name = tx.user_name(user_id) or ""
             for game_id in tx.observed_games(user_id):

@@ -85,12 +85,16 @@ class HashConnection(asyncio.Protocol):
         self.close()
 
     def close(self) -> None:
+        """Close once the lines written so far have left. The connection's player leaves
+        now, not when the transport is gone (a TLS close may wait on the client)."""
         self.closing = True
+        self.queue.put_nowait(_CLOSED)
         if self.transport is not None:
             self.transport.close()
 
     def abort(self) -> None:
         self.closing = True
+        self.queue.put_nowait(_CLOSED)
         if self.transport is not None:
             self.transport.abort()
 
@@ -294,9 +298,11 @@ class HashConnection(asyncio.Protocol):
                 self.player.close_stream(self.stream)
                 self.stream = None
             if self.guest is not None:
-                lost = await self.service.guests.release(self.guest)
-                if lost:
-                    log.info("guest %s left: games lost: %s", self.guest.caller.name, lost)
+                stopping = self.host.stopping
+                ended = await self.service.guests.release(self.guest, stopping=stopping)
+                if ended:
+                    how = "without a result" if stopping else "lost"
+                    log.info("guest %s left: games %s: %s", self.guest.caller.name, how, ended)
             elif self.player is not None and self.session.waiting:
                 with contextlib.suppress(Failure):
                     await self.player.unseek(self.control)

@@ -76,16 +76,17 @@ class GuestBook:
             self._renewing = asyncio.get_running_loop().create_task(self._renew())
         return guest
 
-    async def release(self, guest: Guest) -> list[int]:
-        """The guest's connection ended: its games are lost and its name is free. Returns
-        the ids of the games it lost."""
+    async def release(self, guest: Guest, *, stopping: bool = False) -> list[int]:
+        """The guest's connection ended: its games are lost (``stopping``: the server's
+        stop ended it, and they end without a result) and its name is free. Returns the
+        ids of the games it ended."""
         if self.held.get(guest.caller.id) is not guest:
             return []
         del self.held[guest.caller.id]
         self._uncount(guest.address)
         if guest.lost:
             return []
-        release = partial(self.guests.release, guest.caller.id, guest.lease_ms)
+        release = partial(self.guests.release, guest.caller.id, guest.lease_ms, stopping=stopping)
         return await self._run("release_guest", release)
 
     def _uncount(self, address: str) -> None:

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import io
 import random
+import ssl
 from collections.abc import Iterator
+from pathlib import Path
 
 import chess
 import chess.pgn
 import pytest
 
+from ajedrez.domain.game_admin import GameAdmin
 from ajedrez.domain.games import Games
 from ajedrez.store.db import Database
 from tests.support.clock import MINUTE_MS, SECOND_MS, FileTime
@@ -410,3 +413,31 @@ def test_limits_guests_per_address_idle_tables_and_login_grace(
     finally:
         limited.stop()
     assert "Traceback" not in limited.log_text()
+
+
+def test_over_tls_and_a_stop_ends_guests_games_without_a_result(
+    own_db: tuple[str, Database], tls_certificate: tuple[Path, Path]
+) -> None:
+    url, database = own_db
+    cert, key = tls_certificate
+    served = start_server(
+        url, "--hash-tls-port", "0", "--tls-cert", str(cert), "--tls-key", str(key)
+    )
+    try:
+        port = hash_port(served, tls=True)
+        context = ssl.create_default_context(cafile=str(cert))
+        w, b = HashClient(port, tls=context), HashClient(port, tls=context)
+        with w, b:
+            code = w.ask("INSCRIBIR", unique_name("w"))[2]
+            assert b.ask("INSCRIBIR", unique_name("b"))[:2] == ["OK", "N"]
+            assert w.msg()[0] == b.msg()[0] == "INICIO"
+            w.send("MOVIMIENTO", code, "e4")
+            assert w.msg() == b.msg()
+            assert served.stop() == 0
+    finally:
+        served.stop()
+    [game] = GameAdmin(database).list_all()
+    assert (game.status, game.winner, game.end_reason) == (2, 0, "server stopped"), (
+        served.log_text()
+    )
+    assert "Traceback" not in served.log_text()

@@ -161,3 +161,21 @@ def test_an_account_made_later_takes_a_guest_s_name(
     assert pgn.headers["Result"] == "1-0"
     refused(Refusal.NAME_TAKEN, guests.claim, name)
     assert retired.startswith("-") and len(retired) <= 32
+
+
+def test_released_as_the_server_stops_a_guest_s_game_ends_without_a_result(
+    guests: Guests, games: Games
+) -> None:
+    white, white_lease = guests.claim(unique_name("w"))
+    black, black_lease = guests.claim(unique_name("b"))
+    assert games.live.seek(white, "10m", False) is None
+    game_id = games.live.seek(black, "10m", False)
+    assert game_id is not None
+    assert guests.release(white, white_lease, stopping=True) == [game_id]
+    with games.store.reading() as tx:
+        row = tx.game(game_id)
+        assert (row.status, row.winner, row.end_reason) == (STATUS_FINISHED, 0, "server stopped")
+    assert guests.release(black, black_lease, stopping=True) == []
+    pgn = chess.pgn.read_game(io.StringIO(games.pgn(game_id)))
+    assert pgn is not None
+    assert (pgn.headers["Result"], pgn.headers["Termination"]) == ("*", "unterminated")

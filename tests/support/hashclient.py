@@ -5,26 +5,36 @@ from __future__ import annotations
 
 import re
 import socket
+import ssl
 import time
 
 from tests.support.common import wait_for
 from tests.support.server import ServerProcess
 
 LISTENING = re.compile(r"# protocol \(seed 000\) listening on (\S+):(\d+)")
+LISTENING_TLS = re.compile(r"# protocol \(seed 000\) listening with TLS on (\S+):(\d+)")
 START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 
 
-def hash_port(srv: ServerProcess) -> int:
+def hash_port(srv: ServerProcess, *, tls: bool = False) -> int:
     """The port of a server's `#` listener, from its log (logged after ESPOL's)."""
-    assert wait_for(lambda: LISTENING.search(srv.log_text()) is not None), srv.log_text()
-    found = LISTENING.search(srv.log_text())
+    pattern = LISTENING_TLS if tls else LISTENING
+    assert wait_for(lambda: pattern.search(srv.log_text()) is not None), srv.log_text()
+    found = pattern.search(srv.log_text())
     assert found
     return int(found.group(2))
 
 
 class HashClient:
-    def __init__(self, port: int, timeout: float = 20.0, host: str = "127.0.0.1") -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(
+        self,
+        port: int,
+        timeout: float = 20.0,
+        host: str = "127.0.0.1",
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        raw = socket.create_connection((host, port), timeout=timeout)
+        self.sock = tls.wrap_socket(raw, server_hostname=host) if tls else raw
         self.timeout = timeout
         self._buf = b""
 
