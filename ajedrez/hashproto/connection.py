@@ -215,7 +215,8 @@ class HashConnection(asyncio.Protocol):
         try:
             message = parse(item)
         except Unreadable as e:
-            log.info("%s sent an unreadable message (%s): %r", self.who(), e, item[:80])
+            # Not the bytes themselves: they may hold a password.
+            log.info("%s sent an unreadable message (%s)", self.who(), e)
             await self._run(s.nok(t.UNREADABLE))
             return
         steps = self.session.receive(message)

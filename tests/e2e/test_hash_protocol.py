@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import random
 import ssl
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -271,6 +272,24 @@ def test_a_guest_never_takes_an_account_s_name_and_an_account_claims_its_own(
         assert c.msg() == ["OK", "B"] and c.msg() == ["FIN", "GANADOR_B"]
         with HashClient(port) as again:
             assert again.ask("INSCRIBIR", gname)[:2] == ["OK", "B"]
+
+
+def test_no_password_given_on_the_listener_is_logged_or_echoed(
+    port: int, srv: ServerProcess, new_user
+) -> None:
+    ana = new_user("ana")
+    right, wrong, torn = (f"{label}-{uuid.uuid4().hex}" for label in "rwt")
+    said: list[str] = []
+    with HashClient(port) as c:
+        said += c.ask("INSCRIBIR", ana, wrong)
+        c.send_raw(f"INSCRIBIR#{ana}#{torn}#\n".encode())  # no leading '#': unreadable
+        said += c.msg()
+        said += c.ask("INSCRIBIR", ana, right)
+        said += c.ask("INSCRIBIR", ana, right)
+    assert said[:3] == ["NOK", "Contraseña incorrecta", "NOK"]
+    text = " ".join(said) + srv.log_text()
+    for password in (right, wrong, torn):
+        assert password not in text
 
 
 def test_a_connection_has_one_name_and_one_table(port: int) -> None:
