@@ -259,7 +259,9 @@ class HashConnection(asyncio.Protocol):
             game_id = await me.seek(self.control)
             return self.session.sought(None if game_id is None else await me.game(game_id))
         if isinstance(step, s.ConfirmSeat):
-            ours = (me.name, self.control) not in await me.seeks()
+            ours = (await me.game(step.game_id)).active
+            if ours and self.guest is None:
+                ours = (me.name, self.control) not in await me.seeks()
             return self.session.confirmed(step, ours)
         if isinstance(step, s.Watch):
             await me.observe(step.game_id)
@@ -289,7 +291,7 @@ class HashConnection(asyncio.Protocol):
             self.gate.logged_in()
         self.host.authenticated(self)
         self.stream = self.player.stream(self)
-        return self.session.identified(self.player.name, self.player.id, self.guest is not None)
+        return self.session.identified(self.player.name, self.player.id)
 
     async def _leave(self) -> None:
         """The connection is over: its stream closes, a guest's name and games go, an

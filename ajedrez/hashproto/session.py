@@ -63,8 +63,9 @@ class Seek:
 
 @dataclass(frozen=True)
 class ConfirmSeat:
-    """Is ``game_id``, begun while an account's seek waited, the seek's game, not one
-    the account began elsewhere? (answer: ``confirmed``)"""
+    """Is ``game_id``, begun while the seek waited, the seek's game? It is if it is in
+    play and, for an account, the seek is gone (an account may begin games elsewhere, by
+    an ESPOL challenge). (answer: ``confirmed``)"""
 
     game_id: int
     color: str
@@ -160,7 +161,6 @@ class Session:
     def __init__(self) -> None:
         self.name: str | None = None
         self.user_id = 0
-        self.guest = True
         self.intent: Seek | Watch | None = None  # what follows an Identify
         self.waiting = False  # a seek waits for an opponent
         self.table: Table | None = None
@@ -277,8 +277,8 @@ class Session:
 
     # -- the service's answers -------------------------------------------------------------
 
-    def identified(self, name: str, user_id: int, guest: bool) -> list[Step]:
-        self.name, self.user_id, self.guest = name, user_id, guest
+    def identified(self, name: str, user_id: int) -> list[Step]:
+        self.name, self.user_id = name, user_id
         intent, self.intent = self.intent, None
         return [intent] if intent is not None else []
 
@@ -362,10 +362,7 @@ class Session:
         if self.name not in (white, black) or event.game_id is None:
             return []
         color = WHITE if self.name == white else BLACK
-        if not self.guest:
-            # An account may have begun this game elsewhere (an ESPOL challenge).
-            return [ConfirmSeat(event.game_id, color, white, black)]
-        return self._seat(event.game_id, color, white, black)
+        return [ConfirmSeat(event.game_id, color, white, black)]
 
     def _seat(self, game_id: int, color: str, white: str, black: str) -> list[Step]:
         self.waiting = False

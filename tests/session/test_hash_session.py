@@ -74,9 +74,11 @@ def seated_white() -> s.Session:
     """Alice, a guest, waited and was seated as white at game 7."""
     session = s.Session()
     assert session.receive(msg("INSCRIBIR", "Alice")) == [s.Identify("Alice", None)]
-    assert session.identified("Alice", 12, True) == [s.Seek()]
+    assert session.identified("Alice", 12) == [s.Seek()]
     assert sent(session.sought(None)) == [b"#OK#B#12#\n"]
-    assert sent(session.event(begun())) == [encode("INICIO", "B", START)]
+    [confirm] = session.event(begun())
+    assert confirm == s.ConfirmSeat(GAME, "B", "Alice", "Bob")
+    assert sent(session.confirmed(confirm, True)) == [encode("INICIO", "B", START)]
     return session
 
 
@@ -97,15 +99,16 @@ def test_the_first_to_register_waits_as_white_and_is_seated() -> None:
 def test_the_second_is_paired_at_once_as_black() -> None:
     session = s.Session()
     assert session.receive(msg("INSCRIBIR", "Bob")) == [s.Identify("Bob", None)]
-    assert session.identified("Bob", 13, True) == [s.Seek()]
+    assert session.identified("Bob", 13) == [s.Seek()]
     assert sent(session.sought(status("N"))) == [b"#OK#N#13#\n", encode("INICIO", "B", START)]
     assert session.event(begun()) == []  # told already
 
 
-def test_an_account_s_game_is_its_seat_only_if_its_seek_made_it() -> None:
+def test_a_game_begun_while_waiting_is_the_seat_only_if_the_service_says_so() -> None:
+    """An account may begin a game elsewhere; a guest's name may have had a game before."""
     session = s.Session()
     assert session.receive(msg("INSCRIBIR", "Alice", "clave")) == [s.Identify("Alice", "clave")]
-    session.identified("Alice", 12, False)
+    session.identified("Alice", 12)
     session.sought(None)
     [confirm] = session.event(begun())
     assert confirm == s.ConfirmSeat(GAME, "B", "Alice", "Bob")
@@ -176,7 +179,7 @@ def test_resignation() -> None:
 def test_a_spectator() -> None:
     session = s.Session()
     assert session.receive(msg("OBSERVAR", "Carl", "P0000007")) == [s.Identify("Carl", None)]
-    assert session.identified("Carl", 14, True) == [s.Watch(GAME)]
+    assert session.identified("Carl", 14) == [s.Watch(GAME)]
     moves = [move_from_uci(1, "e2e4"), move_from_uci(2, "e7e5")]
     fen = fen_after("e4", "e5")
     assert sent(session.watching(status("-", 3), moves)) == [
@@ -202,7 +205,7 @@ def test_what_needs_a_name_a_table_or_the_right_fields() -> None:
     assert session.receive(msg("PARTIDAS")) == [s.ListGames()]
     assert session.receive(msg("SALIR")) == [s.Close()]
     session.receive(msg("INSCRIBIR", "Alice"))
-    session.identified("Alice", 12, True)
+    session.identified("Alice", 12)
     session.sought(None)
     assert session.receive(msg("MOVIMIENTO", "12", "e2e4")) == sent_nok("La partida no ha empezado")
     assert session.receive(msg("CONSULTARTABLERO", "12")) == sent_nok("La partida no ha empezado")
