@@ -163,7 +163,7 @@ class Reactor:
                 await asyncio.wait_for(self._all_left.wait(), LEAVE_AFTER_ABORT)
         for server in self._servers:
             await server.wait_closed()
-        await self.service.guests.stop()
+        await self.service.stop_guests()
         self.service.shutdown()
         log.info("all sessions closed")
 

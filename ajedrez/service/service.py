@@ -70,10 +70,22 @@ class Service:
             ),
         }
 
-        # The guests this process's connections hold (the seed protocols' front ends).
-        self.guests = GuestBook(
-            Guests(accounts.store, accounts.clock), self.run, guests_per_address
-        )
+        self.guests_per_address = guests_per_address
+        self._guests: GuestBook | None = None
+
+    @property
+    def guests(self) -> GuestBook:
+        """The guests this process's connections hold (the seed protocols' front ends),
+        kept from the first one on."""
+        if self._guests is None:
+            guests = Guests(self.accounts.store, self.accounts.clock)
+            self._guests = GuestBook(guests, self.run, self.guests_per_address)
+        return self._guests
+
+    async def stop_guests(self) -> None:
+        """Stop renewing guests' leases (their connections are gone: stopping)."""
+        if self._guests is not None:
+            await self._guests.stop()
 
     async def run(self, what: str, work: Callable[[], T], who: str = "-") -> T:
         """``work``, the operation ``what``, on the pool the service runs it on, run

@@ -6,31 +6,35 @@ who joins mid-game, the same game observed from ESPOL, names (guests and account
 bad input of every kind, fuzzed.
 
 The server reads its time from a file the tests write (``--clock-file``): a clock runs
-out when a test moves the time, never by sleeping. The tables of this module's server
-have a time control no other test seeks with, so no other test's seek meets them.
+out when a test moves the time, never by sleeping. It has a database of its own, where
+no other test's server ends its games on another time.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import random
 import ssl
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import chess
 import chess.pgn
 import pytest
 
+from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.game_admin import GameAdmin
 from ajedrez.domain.games import Games
 from ajedrez.store.db import Database
+from ajedrez.store.migrate import upgrade
 from tests.support.clock import MINUTE_MS, SECOND_MS, FileTime
 from tests.support.common import PASSWORD, unique_name, wait_for
 from tests.support.events import connect
 from tests.support.hashclient import START, HashClient, hash_port
 from tests.support.server import ServerProcess, admin, start_server
+from tests.support.store import private_schema
 
 CONTROL = "7m+3s"  # the tables' time control; 7 minutes of bank each
 MANGLES = [b"#", b"", b"\n", b"\xc3", b"##", b"A"]  # what the fuzz test splices in
@@ -42,9 +46,40 @@ def clock_file(tmp_path_factory: pytest.TempPathFactory) -> FileTime:
 
 
 @pytest.fixture(scope="module")
-def srv(database_url: str, db: Database, clock_file: FileTime) -> Iterator[ServerProcess]:
+def hash_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Database]]:
+    """A database of this module's own on the store under test: its games' clocks run on
+    the test's time, which another server's scheduler on a shared database would take
+    for days past their deadlines."""
+    url = os.environ.get("AJEDREZ_TEST_DATABASE_URL")
+    drop: Callable[[], None] | None = None
+    if url and not url.startswith("sqlite"):
+        url, drop = private_schema(url)
+    else:
+        url = f"sqlite:///{tmp_path_factory.mktemp('hash') / 'hash.sqlite3'}"
+    database = Database(url)
+    upgrade(database)
+    yield url, database
+    database.dispose()
+    if drop is not None:
+        drop()
+
+
+@pytest.fixture
+def account(hash_db: tuple[str, Database]) -> Callable[[str], str]:
+    """Make an account in the module's database; its name."""
+
+    def make(prefix: str) -> str:
+        name = unique_name(prefix)
+        Accounts(hash_db[1]).add_user(name, PASSWORD)
+        return name
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def srv(hash_db: tuple[str, Database], clock_file: FileTime) -> Iterator[ServerProcess]:
     server = start_server(
-        database_url,
+        hash_db[0],
         "--hash-port",
         "0",
         "--hash-time-control",
@@ -66,10 +101,10 @@ def srv(database_url: str, db: Database, clock_file: FileTime) -> Iterator[Serve
 
 
 @pytest.fixture
-def port(srv: ServerProcess, db: Database) -> Iterator[int]:
+def port(srv: ServerProcess, hash_db: tuple[str, Database]) -> Iterator[int]:
     yield hash_port(srv)
     # Every connection of the test has closed: its seeks go with it, before the next test.
-    live = Games(db).live
+    live = Games(hash_db[1]).live
     assert wait_for(lambda: not [s for s in live.seeks() if s[1] == CONTROL], timeout=20)
 
 
@@ -207,9 +242,11 @@ def test_a_spectator_joins_mid_game(port: int) -> None:
             assert w.msg() == b.msg() == ["FIN", "GANADOR_N"]
 
 
-def test_a_game_of_guests_is_observed_from_espol(port: int, srv: ServerProcess, new_user) -> None:
+def test_a_game_of_guests_is_observed_from_espol(
+    port: int, srv: ServerProcess, account: Callable[[str], str]
+) -> None:
     w, b, cw, cb = table(port)
-    watcher = new_user("espol")
+    watcher = account("espol")
     with w, b, connect(srv, watcher) as espol:
         pid = game_of(port)
         stat = espol.cmd(f"STAT:{pid}")
@@ -248,9 +285,9 @@ def test_a_game_of_guests_is_observed_from_espol(port: int, srv: ServerProcess, 
 
 
 def test_a_guest_never_takes_an_account_s_name_and_an_account_claims_its_own(
-    port: int, new_user
+    port: int, account: Callable[[str], str]
 ) -> None:
-    ana = new_user("ana")
+    ana = account("ana")
     with HashClient(port) as c:
         assert c.ask("INSCRIBIR", ana) == ["NOK", "Nombre duplicado"]
         assert c.ask("INSCRIBIR", ana.upper()) == ["NOK", "Nombre duplicado"]
@@ -275,9 +312,9 @@ def test_a_guest_never_takes_an_account_s_name_and_an_account_claims_its_own(
 
 
 def test_no_password_given_on_the_listener_is_logged_or_echoed(
-    port: int, srv: ServerProcess, new_user
+    port: int, srv: ServerProcess, account: Callable[[str], str]
 ) -> None:
-    ana = new_user("ana")
+    ana = account("ana")
     right, wrong, torn = (f"{label}-{uuid.uuid4().hex}" for label in "rwt")
     said: list[str] = []
     with HashClient(port) as c:
