@@ -283,6 +283,7 @@ class HashConnection(asyncio.Protocol):
             self.guest = await self.service.guests.claim(step.name, self.address, self.peer)
             if self.closing:  # the client left while its name was claimed
                 return []
+            self.guest.on_lost = lambda: self._guarded(self._name_lost)
             self.player = Player(self.service, self.guest.caller, self.peer)
         else:
             assert self.gate is not None
@@ -352,20 +353,23 @@ class HashConnection(asyncio.Protocol):
             self.drop(Turnaway.LOGIN_TIMEOUT, f"no name within {self.lim.login_grace:g} s")
 
     def _tick(self) -> None:
-        """Every few seconds: close a table where nothing happened for the idle timeout
-        (no byte from the client, no line to it), and a guest whose name another
-        connection took (its lease lapsed)."""
+        """Close a table where nothing happened for the idle timeout (no byte from the
+        client, no line to it). The timer is set for when that would be, and set again
+        for the time left when something happened meanwhile."""
         if self.closing:
             return
         idle = self.lim.idle_timeout
-        if self.guest is not None and self.guest.lost:
-            self._last_word(t.NAME_LOST, "its name lapsed to another connection")
-            return
-        if self.idle and self.loop.time() - self.last_active > idle:
+        left = self.last_active + idle - self.loop.time()
+        if self.idle and left <= 0:
             self._last_word(t.IDLE, f"idle for {idle:g} s")
             return
-        every = max(0.05, min(5.0, idle / 4))
-        self.timers = [self.loop.call_later(every, self._guarded, self._tick)]
+        again = left if left > 0 else 1.0  # a step runs: look again once it may be done
+        self.timers = [self.loop.call_later(again, self._guarded, self._tick)]
+
+    def _name_lost(self) -> None:
+        """The guest's lease lapsed and another connection took its name."""
+        if not self.closing:
+            self._last_word(t.NAME_LOST, "its name lapsed to another connection")
 
     def _last_word(self, text: str, why: str) -> None:
         log.info("closing %s: %s", self.who(), why)

@@ -38,6 +38,7 @@ class Guest:
     address: str
     lease_ms: int
     lost: bool = False  # another connection took the name: the lease lapsed unrenewed
+    on_lost: Callable[[], None] | None = None  # the connection's: it ends
 
 
 class GuestBook:
@@ -51,6 +52,8 @@ class GuestBook:
         self.guests = guests
         self._run = run
         self.max_per_address = max_per_address
+        self.renew_every = RENEW_EVERY  # seconds between renewals
+        self._leases = asyncio.Lock()  # a renewal and a release, one at a time
         self.held: dict[int, Guest] = {}
         self.per_address: Counter[str] = Counter()
         self._renewing: asyncio.Task[None] | None = None
@@ -80,14 +83,17 @@ class GuestBook:
         """The guest's connection ended: its games are lost (``stopping``: the server's
         stop ended it, and they end without a result) and its name is free. Returns the
         ids of the games it ended."""
-        if self.held.get(guest.caller.id) is not guest:
-            return []
-        del self.held[guest.caller.id]
-        self._uncount(guest.address)
-        if guest.lost:
-            return []
-        release = partial(self.guests.release, guest.caller.id, guest.lease_ms, stopping=stopping)
-        return await self._run("release_guest", release)
+        async with self._leases:  # after a renewal under way, with the lease it set
+            if self.held.get(guest.caller.id) is not guest:
+                return []
+            del self.held[guest.caller.id]
+            self._uncount(guest.address)
+            if guest.lost:
+                return []
+            release = partial(
+                self.guests.release, guest.caller.id, guest.lease_ms, stopping=stopping
+            )
+            return await self._run("release_guest", release)
 
     def _uncount(self, address: str) -> None:
         self.per_address[address] -= 1
@@ -96,22 +102,28 @@ class GuestBook:
 
     async def _renew(self) -> None:
         while self.held:
-            await asyncio.sleep(RENEW_EVERY)
-            held = {user_id: g.lease_ms for user_id, g in self.held.items()}
-            try:
-                renewed = await self._run("renew_guests", partial(self.guests.renew, held))
-            except Exception as e:
-                log.warning("cannot renew the guests' names: %s", e)
+            await asyncio.sleep(self.renew_every)
+            async with self._leases:
+                await self._renew_held()
+
+    async def _renew_held(self) -> None:
+        held = {user_id: g.lease_ms for user_id, g in self.held.items() if not g.lost}
+        try:
+            renewed = await self._run("renew_guests", partial(self.guests.renew, held))
+        except Exception as e:
+            log.warning("cannot renew the guests' names: %s", e)
+            return
+        for user_id in held:
+            guest = self.held.get(user_id)
+            if guest is None:
                 continue
-            for user_id in held:
-                guest = self.held.get(user_id)
-                if guest is None:
-                    continue
-                if user_id in renewed:
-                    guest.lease_ms = renewed[user_id]
-                else:
-                    guest.lost = True
-                    log.warning("guest %s lost its name to another connection", guest.caller.name)
+            if user_id in renewed:
+                guest.lease_ms = renewed[user_id]
+            else:
+                guest.lost = True
+                log.warning("guest %s lost its name to another connection", guest.caller.name)
+                if guest.on_lost is not None:
+                    guest.on_lost()
 
     async def stop(self) -> None:
         if self._renewing is not None:

@@ -7,6 +7,7 @@ and is marked where it is shown (docs/dialects.md, "Guests")."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 
 import chess.pgn
@@ -17,6 +18,7 @@ from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.games import Games
 from ajedrez.domain.guests import LEASE_MS, Guests, retired_name
 from ajedrez.domain.values import STATUS_FINISHED, WINNER_WHITE
+from ajedrez.service.guests import GuestBook
 from ajedrez.store.db import Database
 from tests.support.clock import FakeClock
 from tests.support.common import PASSWORD, unique_name
@@ -179,3 +181,39 @@ def test_released_as_the_server_stops_a_guest_s_game_ends_without_a_result(
     pgn = chess.pgn.read_game(io.StringIO(games.pgn(game_id)))
     assert pgn is not None
     assert (pgn.headers["Result"], pgn.headers["Termination"]) == ("*", "unterminated")
+
+
+def test_the_book_renews_its_guests_and_ends_one_whose_name_went_elsewhere(
+    guests: Guests, clock: FakeClock
+) -> None:
+    """A connection whose guest's lease lapsed unrenewed (its process stalled) and whose
+    name another connection took is told so, and its release changes nothing."""
+
+    async def run(what: str, work):  # type: ignore[no-untyped-def]
+        return work()
+
+    async def scenario() -> tuple[int, int, bool, list[int]]:
+        book = GuestBook(guests, run, max_per_address=2)
+        book.renew_every = 0.01
+        kept = await book.claim(unique_name("k"), "192.0.2.1", "-")
+        name = unique_name("g")
+        lost = await book.claim(name, "192.0.2.1", "-")
+        told: list[str] = []
+        lost.on_lost = lambda: told.append("lost")
+        with pytest.raises(Failure) as capped:  # two from one address at most
+            await book.claim(unique_name("x"), "192.0.2.1", "-")
+        assert capped.value.kind is Refusal.SIGNUP_RATE
+        first = kept.lease_ms
+        await asyncio.sleep(0.05)  # renewed at least once
+        renewed = kept.lease_ms
+        clock.advance(LEASE_MS)
+        taken, taken_lease = guests.claim(name)  # another process takes the name
+        await asyncio.sleep(0.05)
+        released = await book.release(lost)
+        await book.release(kept)
+        await book.stop()
+        guests.release(taken, taken_lease)
+        return first, renewed, told == ["lost"] and lost.lost, released
+
+    first, renewed, told, released = asyncio.run(scenario())
+    assert renewed >= first and told and released == []
