@@ -141,6 +141,8 @@ class HashConnection(asyncio.Protocol):
         self._flow()
 
     def eof_received(self) -> bool:
+        for message in self.buffer.flush():  # its last message needs no pause now
+            self.queue.put_nowait(message)
         self.queue.put_nowait(_CLOSED)
         return True  # the lines of what it sent still go out; the worker closes
 

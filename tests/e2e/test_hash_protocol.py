@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import os
 import random
+import socket
 import ssl
 import uuid
 from collections.abc import Callable, Iterator
@@ -372,6 +373,11 @@ def test_line_ends_and_messages_without_one(port: int) -> None:
         c.send_raw(b"#BAI")
         c.send_raw(b"LAR#")  # no terminator: taken after a pause
         assert c.msg() == ["NOK", "Mensaje desconocido"]
+    with HashClient(port) as c:  # nor here, but the client has sent all it will
+        c.send_raw(b"#PARTIDAS#")
+        c.sock.shutdown(socket.SHUT_WR)
+        assert c.msg()[0] == "OK"
+        assert c.closed()
 
 
 def test_an_overlong_message_closes_the_connection(port: int) -> None:
