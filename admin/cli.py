@@ -429,7 +429,7 @@ def users_list(db: Database, _args: argparse.Namespace) -> None:
     clashing = {n for names in clashes for n in names}
     print(f"{'NAME':<32}  {'STATUS':<8}  {'ADMITTED':<16}  {'WINS':>5}  COMMENT")
     for u in rows:
-        status = "active" if u.active else "closed"
+        status = "guest" if u.guest else "active" if u.active else "closed"
         # '*' is in no user name: the mark cannot be mistaken for part of one.
         name = shown(u.name) + ("*" if u.name in clashing else "")
         print(

@@ -111,6 +111,14 @@ LOSSES: dict[str, tuple[Loss, ...]] = {
     ),
     # events' data is written back as the stream's text, every row exactly as it was.
     "0010": (),
+    # A guest's row stays, with its games, as a closed account: only the mark is lost.
+    "0011": (
+        Loss(
+            "SELECT count(*) FROM users WHERE guest = true",
+            "guest (kept as a closed account)",
+            "guests (kept as closed accounts)",
+        ),
+    ),
 }
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ajedrez.domain import events, games
 from ajedrez.domain.clocks import Clock, SystemClock
 from ajedrez.domain.errors import Conflict, Failure, Refusal
+from ajedrez.domain.guests import make_room
 from ajedrez.domain.passwords import hash_password, verify
 from ajedrez.domain.ports import Store, StoreTx
 from ajedrez.domain.values import REMOVED_CHALLENGE
@@ -31,6 +32,7 @@ class UserInfo:
     admitted_at: int
     changed_at: int
     wins: int
+    guest: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,9 +132,16 @@ class Accounts:
         self._deactivate(name)
 
     def active_users_since(self, since: int) -> tuple[int, list[str]]:
-        """JAUT: (fecha to send back, names)."""
+        """JAUT: (fecha to send back, names of accounts)."""
         with self.store.syncing() as tx:
             return tx.stamp, tx.active_users_since(since)
+
+    def players_since(self, since: int) -> tuple[int, list[tuple[str, bool]]]:
+        """JAUT's guests too: (fecha to send back, (name, guest) of the accounts and of
+        the guests connected now)."""
+        now = self.clock.now_ms()
+        with self.store.syncing() as tx:
+            return tx.stamp, tx.players_since(since, now)
 
     # -- administrator side ------------------------------------------------------------
 
@@ -197,6 +206,7 @@ class Accounts:
                     _check_name_free(tx, name, requests=False)
                 except Failure as f:
                     raise Failure(f.kind, f"{f.reason}: reject the request") from None
+                make_room(tx, name)
                 tx.add_account(name, row.password_hash, row.comment)
                 tx.audit(by, "subs approve", name)
         except Conflict:
@@ -216,6 +226,7 @@ class Accounts:
         try:
             with self.store.writing() as tx:
                 _check_name_free(tx, name)
+                make_room(tx, name)
                 tx.add_account(name, password_hash, comment)
                 tx.audit(by, "users add", name, comment)
         except Conflict:

@@ -19,7 +19,7 @@ import chess
 import chess.pgn
 
 from ajedrez.domain.timecontrol import TimeControl
-from ajedrez.domain.values import END_ABORTED, END_TIMEOUT
+from ajedrez.domain.values import END_ABORTED, END_STOPPED, END_TIMEOUT
 
 EVENT = "Ajedrez correspondence game"
 SITE = "Ajedrez ESPOL 2.0 server"
@@ -27,9 +27,17 @@ STATUS_FINISHED = 2
 RESULTS = {1: "1-0", 2: "0-1", 3: "1/2-1/2"}  # by ganador
 # The end reason of a game its loser lost by leaving the service (``games.forfeit_all``).
 LEFT_SERVICE = "left the service"
-# End reasons of clocks (``clocks.py``): their PGN Termination.
-TERMINATIONS = {LEFT_SERVICE: "abandoned", END_TIMEOUT: "time forfeit", END_ABORTED: "unterminated"}
+# End reasons of clocks (``clocks.py``) and of guests' games when the server stopped
+# (``guests.py``): their PGN Termination.
+TERMINATIONS = {
+    LEFT_SERVICE: "abandoned",
+    END_TIMEOUT: "time forfeit",
+    END_ABORTED: "unterminated",
+    END_STOPPED: "unterminated",
+}
 UNKNOWN_DATE = "????.??.??"
+# Tags that mark a guest of a seed protocol's listener (docs/dialects.md), white's, black's.
+GUEST_TAGS = ("WhiteGuest", "BlackGuest")
 _CLOCK = re.compile(r"\[%clk [^\]]*\]")
 # PGNX sends the text in lines, and an unwrapped movetext of a long game would not fit in
 # one reply; 80 columns is what the PGN standard recommends.
@@ -72,6 +80,7 @@ def game_pgn(
     control: TimeControl | None = None,
     clock_ms: list[int | None] | None = None,
     chat: Iterable[tuple[int, str]] = (),
+    guests: tuple[bool, bool] = (False, False),
 ) -> str:
     """The PGN of a game from the initial position, ending with a newline.
 
@@ -80,7 +89,8 @@ def game_pgn(
     comment after the last move. ``control``: the game's time control (the
     ``TimeControl`` tag; None: no clock, no tag); ``clock_ms``: each move's remaining time
     for its mover, written as a ``[%clk]`` comment. ``chat``: (the ply it followed, text)
-    of each chat message to add as a comment (PGNX:<partida>:1).
+    of each chat message to add as a comment (PGNX:<partida>:1). ``guests``: whether
+    white and black are guests (a ``WhiteGuest``/``BlackGuest`` tag; none for accounts).
     """
     game = chess.pgn.Game()
     game.headers["Event"] = EVENT
@@ -92,6 +102,9 @@ def game_pgn(
     game.headers["Result"] = result_text(status == STATUS_FINISHED, winner)
     game.headers["GameId"] = game_id
     game.headers["Mode"] = "ICS"
+    for tag, guest in zip(GUEST_TAGS, guests, strict=True):
+        if guest:
+            game.headers[tag] = "yes"
     if control is not None:  # a game without a clock exports as it always did
         game.headers["TimeControl"] = control.pgn_tag()
     if ended is not None:

@@ -337,6 +337,7 @@ class Games:
             moves = tx.moves(game_id)
             clock_ms = tx.move_clocks(game_id) if clocks.has_clock(row) else None
             said = tx.chat(game_id, 0, channels) if with_chat else []
+            guests = tx.guest_ids([row.white_id, row.black_id])
         chat = [(line.ply, chat_comment(line.name, line.channel, line.text)) for line in said]
         control = clocks.control_of(row)
         return game_pgn(
@@ -352,6 +353,7 @@ class Games:
             control=control,
             clock_ms=clock_ms,
             chat=chat,
+            guests=(row.white_id in guests, row.black_id in guests),
         )
 
 

@@ -19,6 +19,7 @@ CHAT_MAX = 500  # characters in a message
 CHAT_WINDOW_MS = 60_000
 PLAYERS = "J"  # chat channels: the players', the observers'
 OBSERVERS = "O"
+GAMES_IN_PLAY = 50  # games listed for a spectator to choose from
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,11 @@ class Live:
             what = "any time control" if name is None else name
             raise Failure(Refusal.NO_SUCH_SEEK, f"you seek no game of {what}")
         return dropped
+
+    def games_in_play(self, limit: int = GAMES_IN_PLAY) -> list[tuple[int, str, str]]:
+        """(id, white, black) of the newest active games anybody may observe."""
+        with self.store.reading() as tx:
+            return tx.games_in_play(limit)
 
     # -- hints -----------------------------------------------------------------------------
 

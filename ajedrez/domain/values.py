@@ -31,6 +31,8 @@ REMOVED_CHALLENGE = "R"
 # End reasons of a game ended on time.
 END_TIMEOUT = "timeout"
 END_ABORTED = "aborted"  # the side out of time never moved: no result
+# The end reason of a guest's game ended without a result when the server stopped.
+END_STOPPED = "server stopped"
 
 _USER_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,32}")
 

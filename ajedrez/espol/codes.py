@@ -22,7 +22,7 @@ class Reply(IntEnum):
     S_UNSU = 104  # account closed; the connection closes after this reply
     S_HELP = 110  # data: the command list
     S_TRAN = 200  # command carried out (JUEG); TRAN with data
-    S_NODATA = 201  # TRAN, PPEN, JAUT, BAJA: nothing since fecha; data: the new fecha
+    S_NODATA = 201  # TRAN, PPEN, JAUT, JUGA, BAJA: nothing since fecha; data: the new fecha
     S_ACEP = 202  # game created; data: the game id
     S_PPEN = 203  # data: fecha then the caller's games changed since the asked fecha
     S_JAUT = 204  # data: fecha then the active users admitted or changed since fecha
@@ -52,6 +52,7 @@ class Reply(IntEnum):
     S_HOVR = 228  # data: the squares the piece may move to (HOVR)
     S_ATRS = 229  # takeback request recorded (ATRS)
     S_RATR = 230  # answer to a takeback request recorded (RATR)
+    S_JUGA = 231  # data: fecha then the players, accounts and guests, since fecha (JUGA)
 
     # -- system errors ---------------------------------------------------------
     E_STORAGE = 401  # the database cannot be reached or refused the work; retry later

@@ -130,6 +130,12 @@ SPECS: dict[str, Spec] = {
             _FECHA,
         ),
         _spec("JAUT", True, "active users admitted or changed since fecha (0 = all)", _FECHA),
+        _spec(
+            "JUGA",
+            True,
+            "players admitted or changed since fecha: accounts (R), guests connected now (I)",
+            _FECHA,
+        ),
         _spec("SRNK", True, "the ten users with most won games"),
         _spec("STAT", True, "the status of one of your games", _PARTIDA, runs=work_of("game")),
         _spec(

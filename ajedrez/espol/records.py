@@ -182,6 +182,22 @@ class Challenger:
         return f"{self.user}:{self.control}"
 
 
+# The kinds of player in a record of JUGA.
+REGISTERED = "R"  # an account
+GUEST = "I"  # invitado: a guest of a seed protocol's listener (docs/dialects.md)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One record of JUGA: a player and whether it is a guest."""
+
+    user: str
+    guest: bool
+
+    def encode(self) -> str:
+        return f"{self.user}:{GUEST if self.guest else REGISTERED}"
+
+
 def _int(value: str, what: str, record: str, kind: str) -> int:
     if not value.isdigit():
         raise MalformedRecord(f"malformed {kind} record {record!r}: {what} {value!r}")
@@ -256,6 +272,14 @@ def parse_challenger(record: str) -> Challenger:
     if not sep or not user or not control:
         raise MalformedRecord(f"malformed TRAN record {record!r}")
     return Challenger(user, control)
+
+
+def parse_listed(record: str) -> Listed:
+    """A record of JUGA."""
+    user, sep, kind = record.partition(":")
+    if not sep or not user or kind not in (REGISTERED, GUEST):
+        raise MalformedRecord(f"malformed JUGA record {record!r}")
+    return Listed(user, kind == GUEST)
 
 
 def parse_clock_status(record: str) -> ClockStatus:

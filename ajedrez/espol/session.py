@@ -30,6 +30,7 @@ from ajedrez.espol.fields import format_fecha, format_partida
 from ajedrez.espol.framing import LineError, encode_records, encode_reply, parse_line
 from ajedrez.espol.records import (
     Challenger,
+    Listed,
     MoveRecord,
     OpenChallenge,
     RankEntry,
@@ -217,6 +218,11 @@ class Session:
     def do_JAUT(self, since: int) -> Outcome:
         stamp, names = self.accounts.active_users_since(since)
         return self._since(Reply.S_JAUT, stamp, names)
+
+    def do_JUGA(self, since: int) -> Outcome:
+        stamp, players = self.accounts.players_since(since)
+        records = [Listed(name, guest).encode() for name, guest in players]
+        return self._since(Reply.S_JUGA, stamp, records)
 
     # -- challenges --------------------------------------------------------------------
 

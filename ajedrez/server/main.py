@@ -22,12 +22,14 @@ from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.games import Games
 from ajedrez.domain.timecontrol import DAY_MS, parse_control
 from ajedrez.espol.connection import Connection
+from ajedrez.hashproto.connection import frontend as hash_frontend
 from ajedrez.server import logs, loops, metrics, notify
 from ajedrez.server.prefork import Listeners, Master, open_listener
 from ajedrez.server.reactor import LISTEN_BACKLOG, Listener, Reactor, make_service, tls_context
 from ajedrez.server.scheduler import Scheduler
 from ajedrez.server.settings import Settings, SettingsError, add_arguments, config_file, load
 from ajedrez.server.testclock import FileClock
+from ajedrez.service.frontend import Frontend
 from ajedrez.service.hub import Hub
 from ajedrez.store.db import Database
 from ajedrez.store.events import prune_events
@@ -90,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as e:
         log.error("cannot load the TLS certificate or key: %s", _one_line(e))
         return 1
-    if tls is not None and settings.tls_port is None:
+    if tls is not None and settings.tls_port is None and settings.hash_tls_port is None:
         log.error("--tls-cert and --tls-key need --tls-port")
+        return 1
+    if tls is None and settings.hash_tls_port is not None:
+        log.error("--hash-tls-port needs --tls-cert and --tls-key")
         return 1
     try:
         time = _time(settings)
@@ -224,11 +229,8 @@ def _serve_workers(
     writer_process: bool,
 ) -> int:
     listeners: Listeners = {}
-    ports = [("plain", settings.port)]
-    if tls is not None and settings.tls_port is not None:
-        ports.append(("tls", settings.tls_port))
     try:
-        for kind, port in ports:
+        for kind, _frontend, port, _tls in _served(settings, tls):
             listeners[kind] = open_listener(settings.host, port, LISTEN_BACKLOG)
     except OSError as e:
         log.error("cannot listen on %s: %s", settings.host, e.strerror or e)
@@ -353,9 +355,10 @@ async def _serve(
     moves = Moves.of(db, *time)
     service = make_service(accounts, games, moves, lim, settings.command_threads, hub)
     sockets = listeners or {}
-    served = [Listener("plain", Connection, settings.port, None, sockets.get("plain"))]
-    if tls is not None and settings.tls_port is not None:
-        served.append(Listener("tls", Connection, settings.tls_port, tls, sockets.get("tls")))
+    served = [
+        Listener(kind, frontend, port, context, sockets.get(kind))
+        for kind, frontend, port, context in _served(settings, tls)
+    ]
     reactor = Reactor(service, settings.host, served, lim, hub, counted)
     try:
         await hub.start()
@@ -398,19 +401,43 @@ async def _serve(
     return 0
 
 
+def _served(
+    settings: Settings, tls: ssl.SSLContext | None
+) -> list[tuple[str, Frontend, int, ssl.SSLContext | None]]:
+    """(kind, front end, port, TLS) of each listener the settings ask for: ESPOL's, then
+    the `#` protocol's (docs/dialects.md)."""
+    served: list[tuple[str, Frontend, int, ssl.SSLContext | None]] = [
+        ("plain", Connection, settings.port, None)
+    ]
+    if tls is not None and settings.tls_port is not None:
+        served.append(("tls", Connection, settings.tls_port, tls))
+    hash_protocol = hash_frontend(settings.hash_time_control)
+    if settings.hash_port is not None:
+        served.append(("hash", hash_protocol, settings.hash_port, None))
+    if tls is not None and settings.hash_tls_port is not None:
+        served.append(("hash-tls", hash_protocol, settings.hash_tls_port, tls))
+    return served
+
+
+# What the log says of each kind of listener.
+_LISTENING = {
+    "plain": "listening on",
+    "tls": "listening with TLS on",
+    "hash": "# protocol (seed 000) listening on",
+    "hash-tls": "# protocol (seed 000) listening with TLS on",
+}
+
+
 def _log_listening(listeners: list[tuple[str, str, int]]) -> None:
     for kind, host, port in listeners:
-        if kind == "tls":
-            log.info("ajedrez %s listening with TLS on %s:%d", __version__, host, port)
-        else:
-            log.info("ajedrez %s listening on %s:%d", __version__, host, port)
-            if not _is_loopback(host):
-                log.warning(
-                    "passwords cross the network in clear on %s:%d; give clients the TLS "
-                    "listener (--tls-cert, --tls-key, --tls-port) instead",
-                    host,
-                    port,
-                )
+        log.info("ajedrez %s %s %s:%d", __version__, _LISTENING[kind], host, port)
+        if kind in ("plain", "hash") and not _is_loopback(host):
+            log.warning(
+                "passwords cross the network in clear on %s:%d; give clients the TLS "
+                "listener (--tls-cert, --tls-key, --tls-port) instead",
+                host,
+                port,
+            )
 
 
 def _stop(reactor: Reactor, signum: int) -> None:

@@ -15,6 +15,7 @@ thread-per-connection; ``docs/security.md`` lists the limits enforced here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import socket
@@ -39,6 +40,7 @@ log = logging.getLogger("ajedrez.server")
 
 LISTEN_BACKLOG = 1024
 TLS_HANDSHAKE_TIMEOUT = 10.0
+LEAVE_AFTER_ABORT = 5.0  # seconds aborted connections get to leave at the stop
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ def make_service(
         command_threads=command_threads,
         password_threads=lim.max_password_checks,
         subscription_threads=lim.max_subscription_hashes,
+        guests_per_address=lim.max_guests_per_address,
         hub=hub,
     )
 
@@ -154,8 +157,13 @@ class Reactor:
         except TimeoutError:
             for conn in list(self._connections):
                 conn.abort()
+            # An aborted connection may have work to finish as it leaves (a guest's
+            # games, ended on the service's pools): a moment for it before they stop.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._all_left.wait(), LEAVE_AFTER_ABORT)
         for server in self._servers:
             await server.wait_closed()
+        await self.service.stop_guests()
         self.service.shutdown()
         log.info("all sessions closed")
 

@@ -54,6 +54,7 @@ class Limits:
     subs_window: float = 3600.0
     max_pending_subscriptions: int = 1000  # requests waiting for the administrator, in all
     max_pending_per_address: int = 3  # ... and from one client address
+    max_guests_per_address: int = 16  # guests of the seed listeners held from one address
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,11 @@ class Settings:
     event_heartbeat: float = 60.0  # seconds between 603s on a streaming connection
     chat_per_minute: int = 10  # CHAT messages a user may send a minute
     event_retention_days: int = 365  # events older are removed (0: kept for ever)
+    # The `#` protocol of seed 000 (docs/dialects.md): off unless a port is set; its TLS
+    # listener takes tls_cert and tls_key. Its tables' time control (a BUSC control).
+    hash_port: int | None = None
+    hash_tls_port: int | None = None
+    hash_time_control: str = "10m"
     # The HTTP listener for /healthz and /metrics (monitor.py): off unless a port is set.
     metrics_port: int | None = None
     metrics_host: str = DEFAULT_HOST
@@ -146,10 +152,11 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
         raise SettingsError(f"event_loop must be one of {', '.join(loops.EVENT_LOOPS)}")
     if not loops.available(settings.event_loop):
         raise SettingsError(f"event_loop {settings.event_loop}: that package is not installed")
-    try:
-        parse_control(settings.default_time_control)
-    except ValueError as e:
-        raise SettingsError(f"default_time_control: {e}") from None
+    for name in ("default_time_control", "hash_time_control"):
+        try:
+            parse_control(getattr(settings, name))
+        except ValueError as e:
+            raise SettingsError(f"{name}: {e}") from None
     if settings.event_retention_days < 0:
         raise SettingsError("setting event_retention_days must be at least 0")
     for name in ("clock_poll", "event_heartbeat"):
@@ -289,6 +296,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"({'on' if d.open_signup else 'off'})",
     )
     p.add_argument(
+        "--hash-port",
+        type=int,
+        help="serve the # protocol of seed 000 (docs/dialects.md) on this port (off unless "
+        "set; 0 = any free)",
+    )
+    p.add_argument(
+        "--hash-tls-port",
+        type=int,
+        help="serve the # protocol over TLS on this port (needs --tls-cert/--tls-key)",
+    )
+    p.add_argument(
+        "--hash-time-control",
+        help=f"the time control of the # protocol's tables ({d.hash_time_control})",
+    )
+    p.add_argument(
         "--metrics-port",
         type=int,
         help="serve /healthz and /metrics (Prometheus) over HTTP on this port (off unless "
@@ -326,6 +348,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         ("subs_window", "seconds over which SUBS requests are counted"),
         ("max_pending_subscriptions", "subscription requests pending in all"),
         ("max_pending_per_address", "subscription requests pending from one address"),
+        ("max_guests_per_address", "guests of the seed listeners from one address at once"),
     ):
         default = getattr(lim, name)
         kind = type(default)

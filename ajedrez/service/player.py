@@ -200,6 +200,10 @@ class Player:
         live = self.service.games.live
         return await self._thread("unseek", lambda: live.unseek(self.id, control))
 
+    async def games_in_play(self) -> list[tuple[int, str, str]]:
+        """(id, white, black) of the newest active games anybody may observe."""
+        return await self._thread("games_in_play", self.service.games.live.games_in_play)
+
     async def observers(self, game_id: int) -> list[str]:
         live = self.service.games.live
         return await self._thread("observers", lambda: live.observers(self.id, game_id))

@@ -11,20 +11,24 @@ choice (``work.py``); the methods here that block are called on that pool.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, TypeVar
 
 from ajedrez.domain.accounts import Accounts, Caller
 from ajedrez.domain.errors import Failure, Refusal, TransientStorageError, retrying
 from ajedrez.domain.games import Games
+from ajedrez.domain.guests import Guests
 from ajedrez.domain.rules import plays
 from ajedrez.domain.values import game_name
+from ajedrez.service.guests import GuestBook
 from ajedrez.service.hub import Hub
 from ajedrez.service.ratelimit import RateLimit
 from ajedrez.service.throttle import LoginThrottle
-from ajedrez.service.work import Work
+from ajedrez.service.work import Work, work_of
 from ajedrez.store.moves import Moves
 
 log = logging.getLogger("ajedrez.session")
@@ -45,6 +49,7 @@ class Service:
         command_threads: int = 16,
         password_threads: int = 2,
         subscription_threads: int = 1,
+        guests_per_address: int = 16,
     ) -> None:
         self.accounts = accounts
         self.games = games
@@ -64,6 +69,30 @@ class Service:
                 subscription_threads, thread_name_prefix="subscription"
             ),
         }
+
+        self.guests_per_address = guests_per_address
+        self._guests: GuestBook | None = None
+
+    @property
+    def guests(self) -> GuestBook:
+        """The guests this process's connections hold (the seed protocols' front ends),
+        kept from the first one on."""
+        if self._guests is None:
+            guests = Guests(self.accounts.store, self.accounts.clock)
+            self._guests = GuestBook(guests, self.run, self.guests_per_address)
+        return self._guests
+
+    async def stop_guests(self) -> None:
+        """Stop renewing guests' leases (their connections are gone: stopping)."""
+        if self._guests is not None:
+            await self._guests.stop()
+
+    async def run(self, what: str, work: Callable[[], T], who: str = "-") -> T:
+        """``work``, the operation ``what``, on the pool the service runs it on, run
+        again if the database rolled it back; ``who`` names the caller in the log."""
+        retried = partial(self.retrying, work, what, lambda: who)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.pools[work_of(what)], retried)
 
     def shutdown(self) -> None:
         """Wait for the operations running on the pools; drop those not started."""

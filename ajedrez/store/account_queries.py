@@ -15,9 +15,11 @@ class AccountQueries:
     stamp: int
 
     def login_row(self, name: str) -> Any:
-        """(id, password_hash) of the active account ``name``, or None."""
+        """(id, password_hash) of the active account ``name``, or None (a guest has none)."""
         return self.conn.execute(
-            select(User.id, User.password_hash).where(User.name == name, User.active.is_(True))
+            select(User.id, User.password_hash).where(
+                User.name == name, User.active.is_(True), User.guest.is_(False)
+            )
         ).first()
 
     def replace_hash(self, user_id: int, old_hash: str, new_hash: str) -> None:
@@ -29,9 +31,12 @@ class AccountQueries:
         )
 
     def account_spelled(self, name: str) -> str | None:
-        """The name of the account (active or closed) whose name is ``name`` in any case."""
+        """The name of the account (active or closed) whose name is ``name`` in any case.
+        A guest's name is no account's: an account may take it (``retire_guest``)."""
         return self.conn.scalar(
-            select(User.name).where(or_(User.name_key == name.lower(), User.name == name)).limit(1)
+            select(User.name)
+            .where(or_(User.name_key == name.lower(), User.name == name), User.guest.is_(False))
+            .limit(1)
         )
 
     def request_spelled(self, name: str) -> str | None:
@@ -112,13 +117,27 @@ class AccountQueries:
     def active_users_since(self, since: int) -> list[str]:
         names = self.conn.scalars(
             select(User.name)
-            .where(User.active.is_(True), User.changed_at >= since)
+            .where(User.active.is_(True), User.guest.is_(False), User.changed_at >= since)
             .order_by(User.name)
         ).all()
         return list(names)
 
+    def players_since(self, since: int, now_ms: int) -> list[tuple[str, bool]]:
+        """(name, guest) of the active accounts and of the guests held at ``now_ms``,
+        admitted or changed since ``since``, by name."""
+        rows = self.conn.execute(
+            select(User.name, User.guest)
+            .where(
+                User.active.is_(True),
+                User.changed_at >= since,
+                or_(User.guest.is_(False), User.guest_lease_ms > now_ms),
+            )
+            .order_by(User.name)
+        ).all()
+        return [(r.name, bool(r.guest)) for r in rows]
+
     def accounts(self) -> list[Any]:
-        """(name, active, comment, admitted_at, changed_at, wins) of every account."""
+        """(name, active, comment, admitted_at, changed_at, wins, guest) of every account."""
         return list(
             self.conn.execute(
                 select(
@@ -128,6 +147,7 @@ class AccountQueries:
                     User.admitted_at,
                     User.changed_at,
                     User.wins,
+                    User.guest,
                 ).order_by(User.name)
             ).all()
         )

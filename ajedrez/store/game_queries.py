@@ -43,7 +43,10 @@ class GameQueries:
         return self.conn.scalar(select(User.id).where(User.name == name))
 
     def active_user_id(self, name: str) -> int | None:
-        return self.conn.scalar(select(User.id).where(User.name == name, User.active.is_(True)))
+        """The active account ``name`` (never a guest: nobody challenges or removes one)."""
+        return self.conn.scalar(
+            select(User.id).where(User.name == name, User.active.is_(True), User.guest.is_(False))
+        )
 
     def user_name(self, user_id: int) -> str | None:
         return self.conn.scalar(select(User.name).where(User.id == user_id))
@@ -51,7 +54,7 @@ class GameQueries:
     def ranking(self, limit: int) -> list[tuple[str, int]]:
         rows = self.conn.execute(
             select(User.name, User.wins)
-            .where(User.active.is_(True))
+            .where(User.active.is_(True), User.guest.is_(False))
             .order_by(User.wins.desc(), User.name)
             .limit(limit)
         ).all()

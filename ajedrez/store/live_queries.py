@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy.orm import aliased
 
 from ajedrez.domain.clocks import control_columns
 from ajedrez.domain.timecontrol import TimeControl
+from ajedrez.domain.values import STATUS_ACTIVE
 from ajedrez.store.models import (
     ChatMessage,
     EventCounter,
@@ -164,6 +166,19 @@ class LiveQueries:
             select(User.name, Seek.control).join(User, User.id == Seek.user_id).order_by(Seek.id)
         ).all()
         return [(r.name, r.control) for r in rows]
+
+    def games_in_play(self, limit: int) -> list[tuple[int, str, str]]:
+        """(id, white, black) of the newest active games anybody may observe."""
+        white, black = aliased(User), aliased(User)
+        rows = self.conn.execute(
+            select(Game.id, white.name, black.name)
+            .join(white, white.id == Game.white_id)
+            .join(black, black.id == Game.black_id)
+            .where(Game.status == STATUS_ACTIVE, Game.private.is_(False))
+            .order_by(Game.id.desc())
+            .limit(limit)
+        ).all()
+        return [(r[0], r[1], r[2]) for r in rows]
 
     # -- takeback --------------------------------------------------------------------------
 

@@ -61,6 +61,12 @@ class User(Base):
     leave_until_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     leave_left_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     leave_year: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # A guest (docs/dialects.md): an account a seed protocol's listener made for a
+    # connection. It has no password and never logs in; ``guest_lease_ms`` is when the
+    # claim of the connection holding the name lapses (NULL: nobody holds it), renewed
+    # while the connection lasts, so every process sharing the database sees it.
+    guest: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    guest_lease_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     __table_args__ = (
         Index("ix_users_wins_name", "wins", "name"),

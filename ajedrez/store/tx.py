@@ -16,6 +16,7 @@ from ajedrez.store import statements as st
 from ajedrez.store.account_queries import AccountQueries
 from ajedrez.store.event_data import encode as encode_fields
 from ajedrez.store.game_queries import GameQueries
+from ajedrez.store.guest_queries import GuestQueries
 from ajedrez.store.live_queries import LiveQueries
 from ajedrez.store.models import AdminAudit, Removal
 
@@ -56,7 +57,7 @@ CHUNK = 500
 
 
 @dataclass
-class Tx(GameQueries, AccountQueries, LiveQueries):
+class Tx(GameQueries, AccountQueries, GuestQueries, LiveQueries):
     conn: Connection
     stamp: int
     # The events of this transaction, written by ``flush_events`` just before it commits.

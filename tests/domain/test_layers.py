@@ -19,10 +19,11 @@ LAYERS: dict[str, tuple[Path, frozenset[str]]] = {
     "store": (ROOT / "ajedrez/store", frozenset({"domain", "store"})),
     "service": (ROOT / "ajedrez/service", frozenset({"domain", "store", "service"})),
     "espol": (ROOT / "ajedrez/espol", frozenset({"domain", "service", "espol"})),
+    "hashproto": (ROOT / "ajedrez/hashproto", frozenset({"domain", "service", "hashproto"})),
     "client": (ROOT / "ajedrez/client", frozenset({"domain", "espol", "client"})),
     "server": (
         ROOT / "ajedrez/server",
-        frozenset({"domain", "store", "service", "espol", "server", "migrations"}),
+        frozenset({"domain", "store", "service", "espol", "hashproto", "server", "migrations"}),
     ),
 }
 # Modules at the package's top (``ajedrez/__init__.py``, ``__main__.py``) and their kin.
@@ -31,6 +32,7 @@ TOP = {"ajedrez", "ajedrez.__main__"}
 FORBIDDEN_THIRD_PARTY = {
     "domain": {"sqlalchemy", "asyncio", "psycopg", "uvloop", "prometheus_client"},
     "espol": {"sqlalchemy", "psycopg"},
+    "hashproto": {"sqlalchemy", "psycopg"},
     "client": {"sqlalchemy", "psycopg"},
 }
 

@@ -131,6 +131,7 @@ class Built:
     chat: list[str] = field(default_factory=list)
     audit: list[str] = field(default_factory=list)
     imported: list[tuple[str, str, str]] = field(default_factory=list)  # from 0009
+    guests: list[str] = field(default_factory=list)  # from 0011
 
     def game(self, key: str) -> GameSpec:
         return next(g for g in self.games if g.key == key)
@@ -151,6 +152,9 @@ USERS = [  # name, password, active, wins
     ("Ana", "another ana", True, 0),
     ("felix", "felix left", False, 0),
 ]
+
+# A guest of a seed protocol's listener, from 0011; a closed account once taken back.
+GUEST = "Zoe"
 
 GAMES = [
     # Both sides castle short; White takes en passant.
@@ -241,6 +245,21 @@ def build(database: Database, revision: str) -> Built:
                 built.passwords[name] = password
             else:
                 built.closed[name] = password
+        if since(revision, "0011"):
+            row = {
+                "name": GUEST,
+                "password_hash": "",
+                "comment": "",
+                "active": True,
+                "admitted_at": T0,
+                "changed_at": T0 + 3600,
+                "wins": 0,
+                "name_key": GUEST.lower(),
+                "guest": True,
+            }
+            built.ids[GUEST] = _insert(conn, "users", row)
+            built.wins[GUEST] = 0
+            built.guests.append(GUEST)
         for name, password, address in (
             ("gonzalo", "gonzalo quiere jugar", "192.0.2.7"),
             ("helena", "helena's request", ""),
@@ -596,6 +615,17 @@ def check(database: Database, built: Built, kept: str | None = None) -> None:
         else:
             raise AssertionError(f"closed account {name} logged in")
     assert {u.name: u.wins for u in accounts.list_users()} == built.wins
+    users = {u.name: u for u in accounts.list_users()}
+    guests = [name for name in built.guests if since(kept, "0011")]
+    assert sorted(n for n, u in users.items() if u.guest) == guests
+    for name in built.guests:  # a guest never logs in; taken back, it is a closed account
+        assert users[name].active == since(kept, "0011")
+        try:
+            accounts.login(name, "")
+        except Failure:
+            pass
+        else:
+            raise AssertionError(f"guest {name} logged in")
 
     # Subscription requests wait, and once approved their passwords log in.
     assert sorted(s.name for s in accounts.list_subscriptions()) == sorted(built.subscriptions)
