@@ -28,6 +28,9 @@ LAYERS: dict[str, tuple[Path, frozenset[str]]] = {
 }
 # Modules at the package's top (``ajedrez/__init__.py``, ``__main__.py``) and their kin.
 TOP = {"ajedrez", "ajedrez.__main__"}
+# Modules at the top that belong to a layer: the ``ajedrez`` command's entry point sits
+# outside the client package so that it runs before that package's imports.
+TOP_OF_LAYER = {"client_command": "client"}
 # The standard library and third-party packages a layer must not import.
 FORBIDDEN_THIRD_PARTY = {
     "domain": {"sqlalchemy", "asyncio", "psycopg", "uvloop", "prometheus_client"},
@@ -56,12 +59,13 @@ def layer_of(name: str) -> str | None:
     parts = name.split(".")
     if parts[0] != "ajedrez" or len(parts) < 2 or parts[1].startswith("__"):
         return None  # not ours, or the package's top (its version, ``python -m``)
-    return parts[1]
+    return TOP_OF_LAYER.get(parts[1], parts[1])
 
 
 def modules(layer: str) -> list[Path]:
     folder, _allowed = LAYERS[layer]
     found = sorted(folder.rglob("*.py"))
+    found += [ROOT / f"ajedrez/{name}.py" for name, of in TOP_OF_LAYER.items() if of == layer]
     assert found, f"no modules in {folder}"
     return found
 
