@@ -21,7 +21,7 @@ from ajedrez.store.migrate import upgrade
 from tests.support.common import PASSWORD, unique_name
 from tests.support.espol import Conn
 from tests.support.server import ServerProcess, make_tls_certificate, start_server
-from tests.support.store import private_schema
+from tests.support.store import private_database, private_schema
 
 
 @pytest.fixture(scope="session")
@@ -49,18 +49,7 @@ def db(database_url: str) -> Iterator[Database]:
 def own_db(tmp_path: Path) -> Iterator[tuple[str, Database]]:
     """A database of this test's own on the store under test, for what would disturb the
     shared one (a purge removes every finished game): (URL, Database at head)."""
-    url = os.environ.get("AJEDREZ_TEST_DATABASE_URL")
-    drop: Callable[[], None] | None = None
-    if url and not url.startswith("sqlite"):
-        url, drop = private_schema(url)
-    else:
-        url = f"sqlite:///{tmp_path / 'own.sqlite3'}"
-    database = Database(url)
-    upgrade(database)
-    yield url, database
-    database.dispose()
-    if drop is not None:
-        drop()
+    yield from private_database(tmp_path / "own.sqlite3")
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,6 @@ no other test's server ends its games on another time.
 from __future__ import annotations
 
 import io
-import os
 import random
 import socket
 import ssl
@@ -29,13 +28,12 @@ from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.game_admin import GameAdmin
 from ajedrez.domain.games import Games
 from ajedrez.store.db import Database
-from ajedrez.store.migrate import upgrade
 from tests.support.clock import MINUTE_MS, SECOND_MS, FileTime
 from tests.support.common import PASSWORD, unique_name, wait_for
 from tests.support.events import connect
 from tests.support.hashclient import START, HashClient, hash_port
 from tests.support.server import ServerProcess, admin, start_server
-from tests.support.store import private_schema
+from tests.support.store import private_database
 
 CONTROL = "7m+3s"  # the tables' time control; 7 minutes of bank each
 MANGLES = [b"#", b"", b"\n", b"\xc3", b"##", b"A"]  # what the fuzz test splices in
@@ -51,18 +49,7 @@ def hash_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Dat
     """A database of this module's own on the store under test: its games' clocks run on
     the test's time, which another server's scheduler on a shared database would take
     for days past their deadlines."""
-    url = os.environ.get("AJEDREZ_TEST_DATABASE_URL")
-    drop: Callable[[], None] | None = None
-    if url and not url.startswith("sqlite"):
-        url, drop = private_schema(url)
-    else:
-        url = f"sqlite:///{tmp_path_factory.mktemp('hash') / 'hash.sqlite3'}"
-    database = Database(url)
-    upgrade(database)
-    yield url, database
-    database.dispose()
-    if drop is not None:
-        drop()
+    yield from private_database(tmp_path_factory.mktemp("hash") / "hash.sqlite3")
 
 
 @pytest.fixture

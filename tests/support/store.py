@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from sqlalchemy import create_engine, event, insert, make_url, text
 
 from ajedrez.store.db import Database
+from ajedrez.store.migrate import upgrade
 from ajedrez.store.models import User
 
 
@@ -63,3 +66,20 @@ def insert_users(db: Database, names: list[str], password_hash: str) -> None:
     ]
     with db.engine.begin() as conn:
         conn.execute(insert(User), rows)
+
+
+def private_database(sqlite_file: Path) -> Iterator[tuple[str, Database]]:
+    """(URL, Database at head) of a database of its own on the store under test: a
+    PostgreSQL schema of its own, dropped after, or the SQLite file ``sqlite_file``."""
+    url = os.environ.get("AJEDREZ_TEST_DATABASE_URL")
+    drop: Callable[[], None] | None = None
+    if url and not url.startswith("sqlite"):
+        url, drop = private_schema(url)
+    else:
+        url = f"sqlite:///{sqlite_file}"
+    database = Database(url)
+    upgrade(database)
+    yield url, database
+    database.dispose()
+    if drop is not None:
+        drop()
