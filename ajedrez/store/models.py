@@ -65,7 +65,7 @@ class User(Base):
     # connection. It has no password and never logs in; ``guest_lease_ms`` is when the
     # claim of the connection holding the name lapses (NULL: nobody holds it), renewed
     # while the connection lasts, so every process sharing the database sees it.
-    guest: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    guest: Mapped[bool] = mapped_column(Boolean, server_default="0")
     guest_lease_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     __table_args__ = (
