@@ -33,7 +33,7 @@ from ajedrez.store.batches import BatchThread
 from ajedrez.store.db import Database, T, _grouped, _Read, mapped_errors
 from ajedrez.store.models import generated_id_tables
 from ajedrez.store.prepared import Prepared, PreparedMany
-from ajedrez.store.tx import EventRow, Tx, numbered_and_inserted
+from ajedrez.store.tx import Tx
 
 log = logging.getLogger("ajedrez.storage")
 
@@ -231,7 +231,7 @@ class PostgresDatabase(Database):
         to every listener once it commits."""
         with self._transaction("BEGIN") as conn:
             stamp = conn.execute(begin, {"k": SYNC_LOCK_KEY}).one()[1]
-            tx = Tx(conn, int(stamp), store_events=_store_events)
+            tx = Tx(conn, int(stamp), on_events=_notify)
             yield tx
             tx.flush_events()
         if tx.written:
@@ -295,13 +295,8 @@ _PROGRAMS = {
 }
 
 
-def _store_events(conn: Connection, rows: list[EventRow]) -> int:
-    """The events, then a NOTIFY of the newest id, which PostgreSQL delivers to every
-    listener once the transaction commits. (One statement doing both, with the rows
-    as arrays, measured slower: docs/performance.md.)"""
-    last = numbered_and_inserted(conn, rows)
+def _notify(conn: Connection, last: int) -> None:
     _NOTIFY.run(conn, last=str(last))
-    return last
 
 
 def _first_line(e: BaseException) -> str:

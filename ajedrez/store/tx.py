@@ -20,37 +20,6 @@ from ajedrez.store.guest_queries import GuestQueries
 from ajedrez.store.live_queries import LiveQueries
 from ajedrez.store.models import AdminAudit, Removal
 
-# An event as stored: (at_ms, kind, game_id, user_a, user_b, actor_id, observers, data).
-EventRow = tuple[int, str, int | None, int | None, int | None, int | None, bool, str]
-# Stores a transaction's event rows, in order, after the newest id given; returns the last.
-EventRows = Callable[[Connection, list[EventRow]], int]
-
-
-def numbered_and_inserted(conn: Connection, rows: list[EventRow]) -> int:
-    """The events' ids taken from the counter (its row stays locked to the commit), then
-    the events inserted with one ``executemany``."""
-    last = int(st.BUMP_EVENTS.first(conn, n=len(rows)).last)
-    first = last - len(rows) + 1
-    st.INSERT_EVENT.run_each(
-        conn,
-        [
-            {
-                "id": first + i,
-                "at_ms": r[0],
-                "kind": r[1],
-                "game_id": r[2],
-                "user_a": r[3],
-                "user_b": r[4],
-                "actor_id": r[5],
-                "observers": r[6],
-                "data": r[7],
-            }
-            for i, r in enumerate(rows)
-        ],
-    )
-    return last
-
-
 # Rows per statement when many are written at once: far below any driver's limit on
 # bound parameters.
 CHUNK = 500
@@ -62,9 +31,8 @@ class Tx(GameQueries, AccountQueries, GuestQueries, LiveQueries):
     stamp: int
     # The events of this transaction, written by ``flush_events`` just before it commits.
     events: list[Event] = field(default_factory=list)
-    # How the database stores a transaction's events (``EventRows``); the default
-    # numbers them from the counter and inserts them, a statement each.
-    store_events: EventRows | None = None
+    # What the database does once a transaction has written events (PostgreSQL: NOTIFY).
+    on_events: Callable[[Connection, int], None] | None = None
     # The events written so far, for ``Database.on_commit`` once the transaction commits.
     written: list[Event] = field(default_factory=list)
 
@@ -79,20 +47,28 @@ class Tx(GameQueries, AccountQueries, GuestQueries, LiveQueries):
             return None
         events, self.events = self.events, []
         self.written.extend(events)
-        rows = [
-            (
-                e.at_ms,
-                e.kind,
-                e.game_id,
-                e.user_a,
-                e.user_b,
-                e.actor_id,
-                e.observers,
-                encode_fields(e.fields),
-            )
-            for e in events
-        ]
-        return (self.store_events or numbered_and_inserted)(self.conn, rows)
+        last = int(st.BUMP_EVENTS.first(self.conn, n=len(events)).last)
+        first = last - len(events) + 1
+        st.INSERT_EVENT.run_each(
+            self.conn,
+            [
+                {
+                    "id": first + i,
+                    "at_ms": e.at_ms,
+                    "kind": e.kind,
+                    "game_id": e.game_id,
+                    "user_a": e.user_a,
+                    "user_b": e.user_b,
+                    "actor_id": e.actor_id,
+                    "observers": e.observers,
+                    "data": encode_fields(e.fields),
+                }
+                for i, e in enumerate(events)
+            ],
+        )
+        if self.on_events is not None:
+            self.on_events(self.conn, last)
+        return last
 
     def note_removals(self, kind: str, rows: list[tuple[int, str]]) -> None:
         """Record that ``subject`` went away for each (user id, subject), for BAJA."""
