@@ -119,6 +119,8 @@ LOSSES: dict[str, tuple[Loss, ...]] = {
             "guests (kept as closed accounts)",
         ),
     ),
+    # white_offer_ply/black_offer_ply: the older release does not limit renewed offers.
+    "0012": (),
 }
 
 
