@@ -34,7 +34,7 @@ from ajedrez.espol.records import (
     color_of_ply,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 FECHA_KINDS = ("TRAN", "JAUT", "PPEN", "BAJA")
 
 _SCHEMA = """
@@ -60,7 +60,9 @@ CREATE TABLE IF NOT EXISTS games (
     next_ply INTEGER NOT NULL,
     changed INTEGER NOT NULL,
     synced_at INTEGER NOT NULL,
-    removed_at INTEGER
+    removed_at INTEGER,
+    takeback TEXT,
+    takeback_declined INTEGER
 );
 CREATE TABLE IF NOT EXISTS moves (
     game TEXT NOT NULL REFERENCES games(id) ON DELETE CASCADE,
@@ -109,6 +111,8 @@ _ADDED_COLUMNS = (
     (2, "games", "removed_at", "INTEGER"),
     (3, "challenges", "control", "TEXT"),  # NULL: not known (never synced with SOLI:1)
     (3, "moves", "clock_ms", "INTEGER"),  # NULL: not known (no clock, or not yet read)
+    (5, "games", "takeback", "TEXT"),  # the colour asking a takeback; NULL: nobody
+    (5, "games", "takeback_declined", "INTEGER"),  # the ply whose takeback was declined
 )
 
 
@@ -128,6 +132,14 @@ class CachedGame:
     # When this client learnt that the server no longer has the game (purged by the
     # administrator); the game stays here, in the player's own archive.
     removed_at: int | None = None
+    takeback: str | None = None  # the colour asking a takeback now (STAT:<partida>:1)
+    # The ply of this player's move whose takeback the opponent declined, as a sync saw
+    # it: worth saying while that move is the game's last.
+    takeback_declined: int | None = None
+
+    @property
+    def declined_takeback(self) -> bool:
+        return self.takeback_declined is not None and self.takeback_declined == self.next_ply - 1
 
     @property
     def removed(self) -> bool:
@@ -146,6 +158,7 @@ class CachedGame:
             self.solicitud_negras,
             self.color,
             self.next_ply,
+            self.takeback,
         )
 
     @property
@@ -355,12 +368,14 @@ class Cache:
         now = int(time.time())
         self.db.execute(
             """INSERT INTO games (id, white, black, color, status, ganador, solicitud_blancas,
-               solicitud_negras, next_ply, changed, synced_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)
+               solicitud_negras, next_ply, changed, synced_at, takeback)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
                ON CONFLICT(id) DO UPDATE SET white=excluded.white, black=excluded.black,
                color=excluded.color, status=excluded.status, ganador=excluded.ganador,
                solicitud_blancas=excluded.solicitud_blancas,
                solicitud_negras=excluded.solicitud_negras, next_ply=excluded.next_ply,
-               changed=excluded.changed, synced_at=excluded.synced_at, removed_at=NULL""",
+               changed=excluded.changed, synced_at=excluded.synced_at, removed_at=NULL,
+               takeback=excluded.takeback""",
             (
                 st.game,
                 st.white,
@@ -373,8 +388,12 @@ class Cache:
                 st.next_ply,
                 st.fecha,
                 now,
+                st.takeback,
             ),
         )
+
+    def note_takeback_declined(self, gid: str, ply: int) -> None:
+        self.db.execute("UPDATE games SET takeback_declined=? WHERE id=?", (ply, gid))
 
     def mark_removed(self, gid: str, when: int | None = None) -> bool:
         """Note that the server no longer has ``gid``; True if that is news."""

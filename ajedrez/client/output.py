@@ -56,6 +56,20 @@ def draw_offer(g: CachedGame) -> str | None:
     return "you offered a draw" if offer == g.color else f"{g.opponent} offers a draw"
 
 
+def takeback_request(g: CachedGame) -> str | None:
+    """The takeback request pending in an active game, or the last one declined while
+    its move is still the last, in words; None when there is neither."""
+    if not g.status_record.active:
+        return None
+    if g.takeback == g.color:
+        return "you asked to take back your last move"
+    if g.takeback is not None:
+        return f"{g.opponent} asks to take back their last move"
+    if g.declined_takeback:
+        return f"{g.opponent} declined to take back your last move"
+    return None
+
+
 REMOVED_UNSYNCED = "removed from the server before its end was synced"
 REMOVED_NOTE = "removed by the administrator (purged); kept in your local archive"
 
@@ -78,8 +92,8 @@ def game_state(g: CachedGame, board: chess.Board, reason: str | None = None) -> 
         removed = " (removed from the server)" if g.removed else ""
         return "-", f"{short}: {how_it_ended(board, st, reason)}{removed}"
     turn = "you" if st.turn == g.color else g.opponent
-    offer = draw_offer(g)
-    return turn, "active" if offer is None else f"active, {offer}"
+    pending = [p for p in (draw_offer(g), takeback_request(g)) if p is not None]
+    return turn, ", ".join(["active", *pending])
 
 
 def status_line(cache: Cache, g: CachedGame, board: chess.Board) -> str:

@@ -669,7 +669,8 @@ class Client:
         return [parse_open_challenge(rec) for rec in r.records()]
 
     def stat(self, game: str) -> GameStatus:
-        return parse_game_status(self.request("STAT", game_id(game)).text)
+        """STAT:<partida>:1: the status, and who asks a takeback now."""
+        return parse_game_status(self.request("STAT", game_id(game), "1").text)
 
     def spar(self, game: str, after: int = 0) -> list[MoveRecord]:
         """The moves with ply greater than ``after``; ``[]`` when there are none (839)."""

@@ -32,6 +32,7 @@ from ajedrez.client.output import (
     shown_clock,
     status_line,
     table,
+    takeback_request,
     whose_turn,
 )
 from ajedrez.client.protocol import Client
@@ -138,12 +139,24 @@ def cmd_show(app: App) -> int:
             app.say("No moves yet.")
         offer = g.status_record.draw_offered_by
         if offer == g.color:
-            app.say(f"You offered a draw; {g.opponent} must answer before play goes on.")
+            app.say(f"You offered a draw; play goes on until {g.opponent} answers.")
         elif offer is not None:
             app.say(
                 f"{g.opponent} offers a draw: `ajedrez draw accept {g.id}` or "
-                f"`ajedrez draw decline {g.id}`."
+                f"`ajedrez draw decline {g.id}` (a move declines it too)."
             )
+        if g.status_record.active and g.takeback == g.color:
+            app.say(
+                f"You asked {g.opponent} to take back your last move; it stands until "
+                f"{g.opponent} accepts."
+            )
+        elif g.status_record.active and g.takeback is not None:
+            app.say(
+                f"{g.opponent} asks to take back their last move: `ajedrez takeback accept "
+                f"{g.id}` or `ajedrez takeback decline {g.id}` (a move declines it too)."
+            )
+        elif g.status_record.active and g.declined_takeback:
+            app.say(f"{g.opponent} declined to take back your last move.")
         if app.args.moves and moves:
             app.say()
             app.say(move_table([(m.jugada, m.san) for m in moves]))
@@ -170,6 +183,7 @@ def cmd_status(app: App) -> int:
         else:
             state = "finished: " + (ending(board, st, cache.end_reason(g.id)) or "")
         draw = draw_offer(g) or "none"
+        takeback = takeback_request(g) or "none"
         clock = clock_column(g, cache.clock(g.id), local_ms())
         rows = [
             ("Game", g.id),
@@ -179,6 +193,7 @@ def cmd_status(app: App) -> int:
             ("Status", state),
             ("Next ply", f"{g.next_ply} (move {board.fullmove_number})"),
             ("Draw offer", draw),
+            ("Takeback", takeback),
             ("Result", result_tag(not st.active, g.ganador)),
             *([("Clock", clock)] if clock else []),
             *([("Server", REMOVED_NOTE)] if g.removed else []),
@@ -349,6 +364,10 @@ def cmd_sync(app: App) -> int:
                 f"Removed from the server by its administrator: {', '.join(report.games_removed)}"
                 " (kept here: `ajedrez show` and `ajedrez export` still work)."
             )
+        for gid in report.takebacks_declined:
+            g = cache.game(gid)
+            who = g.opponent if g is not None else "your opponent"
+            app.say(f"{gid}: {who} declined to take back your last move.")
         n = report.total_new_moves
         per_game = ", ".join(f"{gid}: {k}" for gid, k in report.new_moves.items())
         app.say(

@@ -54,6 +54,7 @@ class SyncReport:
     games_removed: list[str] = field(default_factory=list)  # purged on the server
     games_changed: list[str] = field(default_factory=list)
     new_moves: dict[str, int] = field(default_factory=dict)
+    takebacks_declined: list[str] = field(default_factory=list)  # asked here, then declined
     spar_requests: int = 0
 
     @property
@@ -66,10 +67,12 @@ class GameSync:
     status: GameStatus
     new_moves: int
     spar_requests: int
+    takeback_declined: bool = False
 
 
 def sync_game(client: Client, cache: Cache, gid: str, *, clock: LocalClock = local_ms) -> GameSync:
     """STAT one game, then SPAR only the plies the cache lacks, then RELJ; store them."""
+    before = cache.game(gid)
     spar_requests = 0
     new_total = 0
     for _attempt in range(3):
@@ -118,7 +121,18 @@ def sync_game(client: Client, cache: Cache, gid: str, *, clock: LocalClock = loc
         # A move arrived between STAT and SPAR: STAT again so status and moves agree.
     learn_facts(client, cache, st)
     learn_clock(client, cache, st, clock=clock)
-    return GameSync(st, new_total, spar_requests)
+    # My request gone with my move still the last: the opponent declined it.
+    declined = (
+        before is not None
+        and before.takeback == before.color
+        and st.takeback is None
+        and st.active
+        and st.next_ply == before.next_ply
+    )
+    if declined:
+        with cache.transaction():
+            cache.note_takeback_declined(gid, st.next_ply - 1)
+    return GameSync(st, new_total, spar_requests, declined)
 
 
 def _fields(move: MoveRecord | CachedMove) -> tuple[int, str, int, str, int]:
@@ -258,6 +272,8 @@ def sync_all(
         report.spar_requests += result.spar_requests
         if result.new_moves:
             report.new_moves[summary.game] = result.new_moves
+        if result.takeback_declined:
+            report.takebacks_declined.append(summary.game)
         if result.status.active:
             # One active game per pair: no challenge between the two can still be open.
             with cache.transaction():

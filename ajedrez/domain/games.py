@@ -308,6 +308,7 @@ class Games:
                     Refusal.TAKEBACK_REFUSED, f"a takeback is already asked in {game_name(game_id)}"
                 )
             tx.set_takeback(game_id, last, caller_id)
+            tx.update_game(game_id)  # a change PPEN reports: STAT:1 shows the request
             tx.emit(events.takeback_asked(now, row, game_id, (caller_id, _name(row, color))))
 
         self._act(caller_id, game_id, opponent, ask)
@@ -322,7 +323,11 @@ class Games:
                     f"your opponent has no takeback request pending in {game_name(game_id)}",
                 )
             tx.drop_takeback(game_id)
-            fen = _take_back(tx, row, last, other_color(color), now) if accept else None
+            if accept:
+                fen: str | None = _take_back(tx, row, last, other_color(color), now)
+            else:
+                fen = None
+                tx.update_game(game_id)  # the asker's sync learns of the decline
             me = (caller_id, _name(row, color))
             tx.emit(events.takeback_answered(now, row, game_id, me, last, fen))
 

@@ -9,7 +9,7 @@ from typing import Protocol
 from ajedrez.domain import rules
 from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.ports import GameRecord
-from ajedrez.domain.values import OBSERVER, game_name
+from ajedrez.domain.values import BLACK, OBSERVER, WHITE, game_name
 from ajedrez.domain.views import GameStatus, MoveFields, MoveRecord
 
 
@@ -21,6 +21,8 @@ def status_of(
         raise rules.no_game(game_id)
     row = rows[0]
     color = OBSERVER if observer else rules.color_of(row, caller_id, game_id)
+    asker = getattr(row, "takeback_by", None)
+    takeback = None if asker is None else WHITE if asker == row.white_id else BLACK
     return GameStatus(
         game_name(game_id),
         row.white,
@@ -32,6 +34,7 @@ def status_of(
         row.req_black,
         color,
         row.next_ply,
+        takeback,
     )
 
 

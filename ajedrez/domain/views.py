@@ -53,6 +53,8 @@ class GameStatus:
     solicitud_negras: int
     color: str
     next_ply: int
+    # The colour asking a takeback now (None: nobody), where the reader asked for it.
+    takeback: str | None = None
 
     @property
     def active(self) -> bool:

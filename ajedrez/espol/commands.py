@@ -137,7 +137,15 @@ SPECS: dict[str, Spec] = {
             _FECHA,
         ),
         _spec("SRNK", True, "the ten users with most won games"),
-        _spec("STAT", True, "the status of one of your games", _PARTIDA, runs=work_of("game")),
+        _spec(
+            "STAT",
+            True,
+            "the status of one of your games (1: and who asks a takeback)",
+            _PARTIDA,
+            ("1", v.with_controls),
+            optional=1,
+            runs=work_of("game"),
+        ),
         _spec(
             "SPAR",
             True,

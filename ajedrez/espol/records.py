@@ -42,6 +42,8 @@ from ajedrez.domain.views import (
 )
 from ajedrez.espol.fields import format_fecha
 
+NOBODY = "-"  # STAT:<partida>:1's takeback field when no takeback is asked
+
 # The domain's values, as the records below carry them (one definition, in the domain).
 __all__ = [
     "BLACK",
@@ -91,9 +93,10 @@ def encode_summary(s: GameSummary) -> str:
     return f"{s.game}:{s.opponent}:{s.opponent_color}:{s.status}"
 
 
-def encode_status(s: GameStatus) -> str:
-    """The STAT record."""
-    fields = (
+def encode_status(s: GameStatus, with_takeback: bool = False) -> str:
+    """The STAT record; ``with_takeback`` (STAT:<partida>:1): and a last field, the
+    colour asking a takeback now, ``-`` for nobody."""
+    fields: tuple[object, ...] = (
         s.game,
         s.white,
         s.black,
@@ -105,6 +108,8 @@ def encode_status(s: GameStatus) -> str:
         s.color,
         s.next_ply,
     )
+    if with_takeback:
+        fields += (s.takeback or NOBODY,)
     return ":".join(map(str, fields))
 
 
@@ -213,7 +218,12 @@ def parse_game_summary(record: str) -> GameSummary:
 
 def parse_game_status(record: str) -> GameStatus:
     f = record.split(":")
-    if len(f) != 10 or not _PARTIDA.fullmatch(f[0]) or f[8] not in (WHITE, BLACK, OBSERVER):
+    if (
+        len(f) not in (10, 11)
+        or not _PARTIDA.fullmatch(f[0])
+        or f[8] not in (WHITE, BLACK, OBSERVER)
+        or f[10:] not in ([], [WHITE], [BLACK], [NOBODY])
+    ):
         raise MalformedRecord(f"malformed STAT record {record!r}")
     return GameStatus(
         f[0],
@@ -226,6 +236,7 @@ def parse_game_status(record: str) -> GameStatus:
         _int(f[7], "solicitud_negras", record, "STAT"),
         f[8],
         _int(f[9], "proxima_jugada", record, "STAT"),
+        f[10] if f[10:] and f[10] != NOBODY else None,
     )
 
 

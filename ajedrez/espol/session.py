@@ -270,18 +270,21 @@ class Session:
 
     # STAT, SPAR and JGDA run on the loop (Work.QUEUE): each hands the store its work.
 
-    def do_STAT(self, game_id: int) -> Outcome:
+    def do_STAT(self, game_id: int, with_takeback: bool = False) -> Outcome:
         me = self._me.id
 
         def reply(rows: list[Any]) -> Outcome:
             if watches(rows, me):
                 return self._as_observer("STAT", game_id, lambda: reply_observed(rows))
-            return self._reply(Reply.S_STAT, encode_status(status_of(rows, me, game_id)))
+            status = status_of(rows, me, game_id)
+            return self._reply(Reply.S_STAT, encode_status(status, with_takeback))
 
         def reply_observed(rows: list[Any]) -> Outcome:
-            return self._reply(Reply.S_STAT, encode_status(status_of(rows, me, game_id, True)))
+            status = status_of(rows, me, game_id, True)
+            return self._reply(Reply.S_STAT, encode_status(status, with_takeback))
 
-        return Outcome(later=Later("STAT", self.moves.game_rows(game_id), reply))
+        rows = self.moves.game_rows(game_id, with_takeback)
+        return Outcome(later=Later("STAT", rows, reply))
 
     def do_SPAR(self, game_id: int, after: int) -> Outcome:
         me = self._me.id

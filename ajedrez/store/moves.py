@@ -99,9 +99,10 @@ class Moves:
         outcome that is an exception) or could not be stored."""
         return self.db.write_later(self.job(caller_id, game_id, move))
 
-    def game_rows(self, game_id: int) -> asyncio.Future[list[Any]]:
-        """STAT: the game's row with its players' names (none: no such game)."""
-        return self.db.read_later(st.GAME, gid=game_id)
+    def game_rows(self, game_id: int, takeback: bool = False) -> asyncio.Future[list[Any]]:
+        """STAT: the game's row with its players' names (none: no such game); with
+        ``takeback``, also ``takeback_by``: who asks a takeback now (None: nobody)."""
+        return self.db.read_later(st.GAME_WITH_TAKEBACK if takeback else st.GAME, gid=game_id)
 
     def observing(self, game_id: int, user_id: int) -> asyncio.Future[list[Any]]:
         """A row if the user observes the game (STAT and SPAR of an observer)."""

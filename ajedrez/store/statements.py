@@ -25,7 +25,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import aliased
 
 from ajedrez.domain.values import STATUS_FINISHED
-from ajedrez.store.models import Event, EventCounter, Game, Move, Observer, User
+from ajedrez.store.models import Event, EventCounter, Game, Move, Observer, Takeback, User
 from ajedrez.store.prepared import Prepared, PreparedMany
 
 White = aliased(User)
@@ -43,6 +43,18 @@ def game_select() -> Select[Game, str, str]:
 # Built and compiled once (store/prepared.py): for these small statements, SQLAlchemy's
 # statement building and execution cost more than the database's work.
 GAME = Prepared(game_select().where(Game.id == bindparam("gid")))
+# STAT:<partida>:1: the game's row and who asks a takeback now (NULL: nobody). A request
+# stands while its move is the game's last.
+GAME_WITH_TAKEBACK = Prepared(
+    game_select()
+    .add_columns(
+        select(Takeback.by_id)
+        .where(Takeback.game_id == Game.id, Takeback.ply == Game.next_ply - 1)
+        .scalar_subquery()
+        .label("takeback_by")
+    )
+    .where(Game.id == bindparam("gid"))
+)
 GAME_LOCKED = Prepared(game_select().where(Game.id == bindparam("gid")).with_for_update(of=Game))
 PLAY_ROW = Prepared(
     select(

@@ -240,7 +240,7 @@ def test_a_cache_of_schema_2_keeps_its_data_and_gains_clocks_and_controls(tmp_pa
     old.commit()
     old.close()
     with Cache(path) as cache:
-        assert cache.get_meta("schema") == str(SCHEMA_VERSION) == "4"
+        assert cache.get_meta("schema") == str(SCHEMA_VERSION) == "5"
         assert cache.fecha("PPEN") == 1794999999 and cache.last_sync == 1795000000
         assert cache.game("P0000001") is not None
         # The controls of challenges held before are not known until the next sync.

@@ -120,6 +120,31 @@ def test_takeback_and_a_copy_that_held_the_move_taken_back(machine, new_user):
     assert held == moves(b("show", gid, "--sync").out)
 
 
+def test_a_takeback_request_and_its_decline_show_in_every_view(machine, new_user):
+    ana, bob = new_user("ana"), new_user("bob")
+    a, b = machine(ana), machine(bob)
+    gid = start_game(a, b)
+    for i, san in enumerate(["e4", "e5", "Nf3"]):
+        (a if i % 2 == 0 else b)("move", gid, san)
+    b("sync")
+    a("takeback", "ask", gid)
+    assert "Games changed: 1" in b("sync").out
+    asks = f"{ana} asks to take back their last move"
+    shown = b("show", gid).out
+    assert asks in shown and f"ajedrez takeback accept {gid}" in shown, shown
+    assert f"Takeback:    {asks}" in b("status", gid).out
+    assert asks in b("games").out
+    assert "you asked to take back your last move" in a("status", gid).out
+    b("takeback", "decline", gid)
+    declined = f"{bob} declined to take back your last move"
+    assert f"{gid}: {declined}." in a("sync").out
+    assert declined in a("show", gid).out
+    assert declined in a("status", gid).out
+    b("move", gid, "Nc6")  # the move the request was about is no longer the last
+    a("sync")
+    assert "declined" not in a("show", gid).out
+
+
 def test_resign_and_claim(machine, new_user):
     ana, bob = new_user("ana"), new_user("bob")
     a, b = machine(ana), machine(bob)

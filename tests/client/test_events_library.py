@@ -109,7 +109,7 @@ def test_a_command_on_a_streaming_connection_gets_its_answer_between_events():
             + event("13:1795000000000:DESAFIO:ana:bob:3d:0")
             + event(MOVE_1),
             # The server sends an event just before the answer to STAT.
-            "STAT:P0000001": event("14:1795000061000:TABLAS:P0000001:bob")
+            "STAT:P0000001:1": event("14:1795000061000:TABLAS:P0000001:bob")
             + encode_reply(Reply.S_STAT, STAT),
         }
     )
@@ -127,7 +127,7 @@ def test_a_command_on_a_streaming_connection_gets_its_answer_between_events():
     assert items[4] == StreamMark(Reply.V_LATIDO, 21) and items[4].heartbeat
     assert items[5] is None  # nothing more: the wait ran out, the connection is fine
     assert not wire.closed
-    assert wire.sent == ["EVEN:12", "STAT:P0000001"]
+    assert wire.sent == ["EVEN:12", "STAT:P0000001:1"]
 
 
 def test_every_byte_alone_still_makes_the_same_items():
@@ -399,7 +399,7 @@ def test_observe_asks_once_and_ends_when_the_observing_is_stopped_elsewhere():
         {
             "OBSV:P0000001": encode_reply(Reply.S_OBSV, "P0000001"),
             "EVEN": encode_reply(Reply.S_EVEN, "5"),
-            "STAT:P0000001": encode_reply(Reply.S_STAT, STAT),
+            "STAT:P0000001:1": encode_reply(Reply.S_STAT, STAT),
             "SPAR:P0000001:0": encode_reply(Reply.F_NOMASJUG, "no moves"),
         }
     )
@@ -419,7 +419,7 @@ def test_observe_asks_once_and_ends_when_the_observing_is_stopped_elsewhere():
     handler = Observe(app, "P0000001")
     follow(Sessions([first, second]), handler, sleep=slept.append)  # type: ignore[arg-type]
 
-    assert first_wire.sent[:4] == ["OBSV:P0000001", "EVEN", "STAT:P0000001", "SPAR:P0000001:0"]
+    assert first_wire.sent[:4] == ["OBSV:P0000001", "EVEN", "STAT:P0000001:1", "SPAR:P0000001:0"]
     assert second_wire.sent == ["EVEN:5", "QUIT"]
     assert slept == [1] and handler.done
     out = app.out.getvalue()  # type: ignore[attr-defined]

@@ -110,7 +110,7 @@ def test_a_cache_of_schema_3_gains_the_event_cursor(tmp_path: Path):
         cache.set_meta("schema", "3")
         cache.set_fecha("PPEN", 1794999999)
     with Cache(path) as cache:
-        assert cache.get_meta("schema") == str(SCHEMA_VERSION) == "4"
+        assert cache.get_meta("schema") == str(SCHEMA_VERSION) == "5"
         assert cache.fecha("PPEN") == 1794999999
         assert cache.event_cursor() is None
         with cache.transaction():

@@ -135,5 +135,7 @@ def test_a_cache_of_schema_1_is_brought_up_to_date(tmp_path):
         with cache.transaction():
             assert cache.mark_removed("P0000001", when=20)
             assert not cache.mark_removed("P0000001", when=30)  # not news twice
-        assert cache.game("P0000001").removed_at == 20  # type: ignore[union-attr]
-        assert cache.get_meta("schema") == "4"
+        old_game = cache.game("P0000001")
+        assert old_game is not None and old_game.removed_at == 20
+        assert (old_game.takeback, old_game.takeback_declined) == (None, None)
+        assert cache.get_meta("schema") == "5"

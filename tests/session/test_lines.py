@@ -55,7 +55,7 @@ def test_unknown_command_keeps_the_session(me, line):
         "LICE:I:3:x",
         "ACEP:B",
         "STAT",
-        "STAT:P0000001:1",
+        "STAT:P0000001:1:2",
         "SPAR:P0000001",
         "JGDA:P0000001:1:e2e4:0:1228",
         "JGDA:P0000001:1:e2e4:0:1228:0:9",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import chess
 import chess.pgn
 import pytest
+import sqlalchemy
 
 from tests.support.clock import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS, START_MS, FakeClock
 from tests.support.common import PASSWORD
@@ -911,6 +912,32 @@ def test_takeback_restores_castling_and_en_passant(game):
     game.board.pop()
     assert game.w.cmd(f"HOVR:{game.pid}:e1").text == "f1,g1,e2"
     game.play("O-O")
+
+
+def test_stat_1_names_who_asks_a_takeback_and_each_change_dates_the_game(game, session_db):
+    game.play("e4", "e5", "Nf3")
+
+    def long_unchanged() -> None:
+        with session_db.engine.begin() as conn:
+            dated = sqlalchemy.text("UPDATE games SET changed_at = 1 WHERE id = :i")
+            conn.execute(dated, {"i": int(game.pid[1:])})
+
+    assert game.w.cmd(f"STAT:{game.pid}:1").text.endswith(":B:4:-")
+    long_unchanged()
+    assert game.w.code(f"ATRS:{game.pid}:{game.black}") == 229
+    for c in (game.w, game.b):
+        asked = c.cmd(f"STAT:{game.pid}:1").text.split(":")
+        assert asked[10] == "B" and asked[3] != "00000000001", asked
+    assert len(stat_fields(game.b, game.pid)) == 10  # without the 1: as ever
+    long_unchanged()
+    assert game.b.code(f"RATR:{game.pid}:N:{game.white}") == 230
+    declined = game.w.cmd(f"STAT:{game.pid}:1").text.split(":")
+    assert declined[10] == "-" and declined[3] != "00000000001", declined
+    # a request a move made stale is no longer shown
+    assert game.w.code(f"ATRS:{game.pid}:{game.black}") == 229
+    game.play("Nc6")
+    assert game.w.cmd(f"STAT:{game.pid}:1").text.endswith(":5:-")
+    assert game.w.code(f"STAT:{game.pid}:2") == 802
 
 
 def test_takeback_declined(game, clock):
