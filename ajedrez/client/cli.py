@@ -36,6 +36,7 @@ from ajedrez.client.errors import (
     ClientError,
     ConnectionLost,
     NotEspol,
+    NotTls,
     ProtocolError,
     ReplyError,
     ServerError,
@@ -343,6 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _describe(e: ClientError, app: App) -> CliError:
     server = app._settings.server if app._settings else "the server"
+    if isinstance(e, NotTls):
+        return CliError(f"{e}.", EXIT_UNREACHABLE)
     if isinstance(e, Unreachable):
         return CliError(
             f"{e}; is it running? Check --server or the config file. "

@@ -30,6 +30,19 @@ class Unreachable(ClientError):
         self.why = why
 
 
+class NotTls(Unreachable):
+    """``--tls`` to a port that answered the TLS handshake in clear text: most likely the
+    server's plain ESPOL port."""
+
+    def __init__(self, host: str, port: int, why: str) -> None:
+        super().__init__(
+            host,
+            port,
+            f"TLS handshake failed ({why}): this port does not speak TLS; leave out --tls, "
+            "or give the server's TLS port",
+        )
+
+
 class ConnectionLost(ClientError):
     """The connection broke, timed out or was closed by the server in mid-exchange."""
 

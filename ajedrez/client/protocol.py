@@ -42,6 +42,7 @@ from ajedrez.client.errors import (
     MalformedEvent,
     NoMoreMoves,
     NotEspol,
+    NotTls,
     ProtocolError,
     Unreachable,
     reply_error,
@@ -99,6 +100,11 @@ __all__ = [
 # docs/protocol.md section 1. The server's own constant lives in its settings, which a
 # client must not import.
 DEFAULT_PORT = 1995
+# What ssl calls a handshake answered in clear text (the server's plain ESPOL port).
+CLEAR_TEXT_ANSWERS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST"})
+# The first bytes of a TLS record (an alert or a handshake), as a TLS port answers a
+# client that speaks clear text to it, if it answers at all.
+TLS_RECORDS = (b"\x15\x03", b"\x16\x03")
 
 _FORBIDDEN = (":", "\r", "\n")
 
@@ -350,6 +356,7 @@ class Client:
         self._buf = bytearray()
         self._events: deque[tuple[int, str]] = deque()  # 6xx set aside while a command waited
         self._answered = False  # a well-formed reply came: the other end speaks ESPOL
+        self._tls = tls is not None
         self._timeout = timeout
         self._sock: Transport | None
         if transport is not None:
@@ -371,6 +378,8 @@ class Client:
             except (ssl.SSLError, OSError) as e:
                 sock.close()
                 why = getattr(e, "reason", None) or e.strerror or str(e)
+                if why in CLEAR_TEXT_ANSWERS:
+                    raise NotTls(host, port, why) from None
                 raise Unreachable(host, port, f"TLS handshake failed: {why}") from None
         sock.settimeout(timeout)
         self._sock = sock
@@ -424,11 +433,21 @@ class Client:
                 raise ConnectionLost(f"the connection broke: {e}") from None
             if not chunk:
                 self.close()
-                raise ConnectionLost("the server closed the connection")
+                raise ConnectionLost(self._closed_why())
             self._buf += chunk
         out = bytes(self._buf[:n])
         del self._buf[:n]
         return out
+
+    def _closed_why(self) -> str:
+        """Why a connection the server closed ended, with the likely cause of one closed
+        before any answer: a clear-text client at the server's TLS port."""
+        if self._answered or self._tls:
+            return "the server closed the connection"
+        return (
+            "the server closed the connection without answering: if this is the server's "
+            "TLS port, add --tls"
+        )
 
     def _read_part(self) -> tuple[int, bool, str]:
         head = self._read_exact(HEADER.size)
@@ -436,6 +455,8 @@ class Client:
             code, more, length = reply_header(head)
         except ProtocolError:
             self.close()
+            if not self._answered and head.startswith(TLS_RECORDS) and not self._tls:
+                raise ConnectionLost(self._closed_why()) from None
             if not self._answered:
                 raise NotEspol(self.host, self.port, head) from None
             raise

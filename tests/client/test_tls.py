@@ -6,7 +6,8 @@ import ssl
 
 import pytest
 
-from ajedrez.client import Client, Unreachable
+from ajedrez.client import Client, ConnectionLost, Unreachable
+from ajedrez.client.errors import NotTls
 from tests.client.conftest import Machine
 from tests.support.common import PASSWORD
 from tests.support.server import start_server, tls_port
@@ -48,4 +49,17 @@ def test_command_syncs_and_plays_over_tls(tls_server, new_user, tmp_path) -> Non
     a(*tls, "move", gid, "e4")
     assert "e2e4" in b(*tls, "show", gid, "--sync").out
     plain = a.fail("sync")  # the TLS port does not speak clear text
-    assert "Traceback" not in plain.err
+    assert "if this is the server's TLS port, add --tls" in plain.err, plain.err
+
+
+def test_each_mismatch_of_tls_and_port_names_its_likely_cause(tls_server, new_user, tmp_path):  # type: ignore[no-untyped-def]
+    srv, port, cert = tls_server
+    ana = new_user()
+    at_plain = Machine(f"{srv.host}:{srv.port}", ana, tmp_path / "p")
+    wrong = at_plain.fail("--tls-ca", str(cert), "sync", rc=3).err
+    assert "this port does not speak TLS; leave out --tls" in wrong, wrong
+    assert "is it running" not in wrong
+    with pytest.raises(NotTls):
+        Client(srv.host, srv.port, tls=ssl.create_default_context(cafile=str(cert)))
+    with Client(srv.host, port) as c, pytest.raises(ConnectionLost, match="add --tls"):
+        c.login(ana, PASSWORD)
