@@ -9,10 +9,10 @@ the server's busy loop waited some 30-40 ms at the median for that loop's turns,
 work, the database query of ``/healthz`` and the reading of every process's files for
 ``/metrics``, runs in the listener's own small thread pool, never on a loop.
 
-What a scrape costs the players is bounded: ``/metrics`` is rendered at most once a
-second for each form asked (:data:`RENDER_SECONDS`; scrapes meanwhile get that rendering),
-and http_guard.py caps the connections, the time to send a request and its head's size
-(docs/security.md, "The health and metrics listener").
+What a scrape costs the players is bounded: every process's files are read at most once a
+second (:data:`RENDER_SECONDS`) and scrapes meanwhile are answered from that reading (each
+form asked written once); http_guard.py caps the connections, the time to send a request
+and its head's size (docs/security.md, "The health and metrics listener").
 
 ``/healthz`` answers 200 ``ok`` when the database answers and its schema is at the
 newest migration this release knows, else 503 with the reason on one line: what a load
@@ -54,11 +54,13 @@ POOL_THREADS = 2
 # How long a stop waits for requests in progress (a scrape takes milliseconds).
 STOP_GRACE_SECONDS = 2.0
 BACKLOG = 128
-# A rendering of /metrics is served again for this long: a flood of scrapes costs one
-# rendering a second (for each form asked), however many come.
+# A reading of every process's metrics files (the costly part of a scrape) answers the
+# scrapes of this long: a flood of scrapes costs one reading a second, however many come
+# and whatever they ask.
 RENDER_SECONDS = 1.0
-# The renderings kept at once (forms asked: format, gzip, name[] filter); past this, the
-# oldest goes, so odd name[] lists cannot grow the cache.
+# The answers kept for the current reading, one per form asked (format, gzip, name[]
+# filter); forms beyond these are written from the reading each time, never kept, so odd
+# name[] lists cannot grow the cache.
 RENDERINGS_KEPT = 8
 
 Rendering = tuple[bytes, dict[str, str]]
@@ -72,7 +74,7 @@ def _text(status: int, body: str, **headers: str) -> web.Response:
 class Checks:
     """The handlers of ``/healthz`` and ``/metrics``; each runs its blocking part in
     ``pool`` (default: a pool of :data:`POOL_THREADS` of its own). ``clock``: seconds, for
-    the age of a rendering; ``renders`` counts the renderings made."""
+    the age of a reading of the files; ``renders`` counts those readings."""
 
     def __init__(
         self,
@@ -92,9 +94,14 @@ class Checks:
             POOL_THREADS, thread_name_prefix="monitor"
         )
         self._clock = clock
-        # (format, gzipped, names): (when rendered, the rendering). One lock: scrapes
-        # that come together wait for one rendering rather than make one each.
-        self._rendered: dict[tuple[str, bool, tuple[str, ...]], tuple[float, Rendering]] = {}
+        # The last reading of the files, as a registry the encoders take; its time; and
+        # the answers written from it, by (format, gzipped, names). One lock: scrapes that
+        # come together wait for one reading rather than make one each.
+        self._reading = _Reading()
+        self._readings = CollectorRegistry(auto_describe=False)
+        self._readings.register(self._reading)
+        self._read_at: float | None = None
+        self._rendered: dict[tuple[str, bool, tuple[str, ...]], Rendering] = {}
         self._rendering = threading.Lock()
         self.renders = 0
 
@@ -131,8 +138,8 @@ class Checks:
     def _collect(self, accept: str, accept_encoding: str, names: list[str]) -> Rendering:
         """What prometheus_client's own WSGI app answered: the format the scraper asks
         for (Prometheus text, or OpenMetrics), only the metrics named by ``name[]``
-        when given, gzipped when accepted; the same rendering for
-        :data:`RENDER_SECONDS`."""
+        when given, gzipped when accepted; from a reading of the files at most
+        :data:`RENDER_SECONDS` old."""
         from prometheus_client.exposition import choose_encoder, gzip_accepted
 
         encoder, content_type = choose_encoder(accept)
@@ -140,22 +147,34 @@ class Checks:
         key = (content_type, zipped, tuple(names))
         with self._rendering:
             now = self._clock()
-            for k in [k for k, (at, _) in self._rendered.items() if now - at >= RENDER_SECONDS]:
-                del self._rendered[k]
+            if self._read_at is None or now - self._read_at >= RENDER_SECONDS:
+                self._reading.families = list(self.registry.collect())
+                self._read_at = now
+                self._rendered.clear()
+                self.renders += 1
             kept = self._rendered.get(key)
             if kept is not None:
-                return kept[1]
-            registry: Any = self.registry.restricted_registry(names) if names else self.registry
+                return kept
+            readings = self._readings
+            registry: Any = readings.restricted_registry(names) if names else readings
             output = encoder(registry)
             headers = {"Content-Type": content_type}
             if zipped:
                 output = gzip.compress(output)
                 headers["Content-Encoding"] = "gzip"
-            self.renders += 1
-            if len(self._rendered) >= RENDERINGS_KEPT:
-                del self._rendered[min(self._rendered, key=lambda k: self._rendered[k][0])]
-            self._rendered[key] = (now, (output, headers))
+            if len(self._rendered) < RENDERINGS_KEPT:
+                self._rendered[key] = (output, headers)
             return output, headers
+
+
+class _Reading:
+    """A collector of the metric families last read from the files."""
+
+    def __init__(self) -> None:
+        self.families: list[Any] = []
+
+    def collect(self) -> list[Any]:
+        return self.families
 
 
 @web.middleware
