@@ -1,7 +1,8 @@
-"""The data files of a 1995 ESPOL server (seed, section 3.3), read without any IO: each
-parser takes a file's lines and returns its records and the problems found, each naming
-the file, the line and what was wrong. ``espol_import.py`` reads the files and writes
-what they hold into the store.
+"""The data files of a 1995 ESPOL server (seed, section 3.3), read without opening any:
+``read_lines`` takes an open file, a line at a time and each line bounded; each parser
+takes a file's lines and returns its records and the problems found, each naming the
+file, the line and what was wrong. ``espol_import.py`` opens the files and writes what
+they hold into the store.
 
 Each line is UTF-8 when it decodes as such, else Latin-1 (ISO 8859-1, what a Unix server
 of 1995 wrote). Spaces around names, numbers and dates are ignored; a password is taken
@@ -11,7 +12,10 @@ exactly as written. No problem's text ever holds a password.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
+from typing import BinaryIO
 
 from ajedrez.espol import fields as values
 
@@ -24,6 +28,12 @@ PEN_FIELDS = "#jugada:jugada:reverso:posicion:promocion"
 CHALLENGE_FIELDS = "solicitante: fecha"
 SUBSCRIPCION_FIELDS = "SUBS:user:password:comentario"
 MAX_SEQUENCE = 9_999_999  # seven digits
+# The longest line read, in bytes: the longest a 1995 line can be is a usuarios line
+# (a 32-character name, a 128-character password, a 200-character comment, two numbers),
+# under 2 KiB even with every character four bytes long; 64 KiB is far above it, and bounds
+# what a hostile or damaged file (one line of gigabytes) makes the import hold.
+MAX_LINE = 64 * 1024
+BOM = b"\xef\xbb\xbf"
 _DIGITS = re.compile(r"[0-9]+")
 _GAME_FILE = re.compile(r"P([0-9]{7})\.PEN", re.IGNORECASE)
 # est_prt and the request fields as the seed defines them.
@@ -127,22 +137,43 @@ class OldSubscription:
 # -- text ----------------------------------------------------------------------------------
 
 
-def decode_lines(data: bytes) -> list[str]:
-    """The file's lines (without CR LF or LF), each UTF-8 if it decodes so, else Latin-1;
-    a UTF-8 byte-order mark at the start is dropped."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    raw = data.split(b"\n")
-    if raw and raw[-1] == b"":
-        raw.pop()  # the newline that ends the last line
-    out = []
-    for line in raw:
-        line = line.removesuffix(b"\r")
+class Unreadable(Exception):
+    """A file refused as a whole: nothing of it is imported; ``problem`` says where and
+    why."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(str(problem))
+        self.problem = problem
+
+
+def read_lines(stream: BinaryIO, file: str) -> Iterator[str]:
+    """The lines of ``stream`` (without CR LF or LF), one at a time, each UTF-8 if it
+    decodes so, else Latin-1; a UTF-8 byte-order mark at the start is dropped. A line of
+    more than ``MAX_LINE`` bytes raises ``Unreadable`` having read at most that much of
+    it: no file of the old server holds one, and a file that does is not read whole."""
+    n = 0
+    while True:
+        # Room for the byte-order mark and CR LF beside MAX_LINE bytes of text.
+        raw = stream.readline(MAX_LINE + 5)
+        if not raw:
+            return
+        n += 1
+        if n == 1 and raw.startswith(BOM):
+            raw = raw[len(BOM) :]
+        line = raw.removesuffix(b"\n").removesuffix(b"\r")
+        if len(line) > MAX_LINE:
+            raise Unreadable(
+                Problem(
+                    file,
+                    n,
+                    f"a line longer than {MAX_LINE} bytes (no 1995 ESPOL file has one): "
+                    "the file is not read",
+                )
+            )
         try:
-            out.append(line.decode("utf-8"))
+            yield line.decode("utf-8")
         except UnicodeDecodeError:
-            out.append(line.decode("latin-1"))
-    return out
+            yield line.decode("latin-1")
 
 
 def game_file_name(game_id: int) -> str:
@@ -229,7 +260,7 @@ def _comment_char(c: str) -> bool:
 # -- server.cfg and server.eje -------------------------------------------------------------
 
 
-def parse_config(lines: list[str], file: str) -> tuple[Config | None, list[Problem]]:
+def parse_config(lines: Iterable[str], file: str) -> tuple[Config | None, list[Problem]]:
     """server.cfg: ``autorizados:DIR``, ``est_partida:DIR``, ``solicitudes:DIR``, one a
     line, in any order. None when one of the three is missing."""
     found: dict[str, str] = {}
@@ -257,9 +288,10 @@ def parse_config(lines: list[str], file: str) -> tuple[Config | None, list[Probl
     return Config(found["autorizados"], found["est_partida"], found["solicitudes"]), problems
 
 
-def parse_eje(lines: list[str], file: str) -> tuple[int | None, list[Problem]]:
+def parse_eje(lines: Iterable[str], file: str) -> tuple[int | None, list[Problem]]:
     """server.eje: ``procesid:secuencial``, the old server's game sequence (seven digits)."""
-    written = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
+    # The first two lines written: the second only to say it is not read.
+    written = list(islice(((n, line) for n, line in enumerate(lines, 1) if line.strip()), 2))
     if not written:
         return None, [Problem(file, None, "empty: no game sequence")]
     n, line = written[0]
@@ -277,7 +309,7 @@ def parse_eje(lines: list[str], file: str) -> tuple[int | None, list[Problem]]:
 # -- usuarios and subscripcion -------------------------------------------------------------
 
 
-def parse_usuarios(lines: list[str], file: str) -> tuple[list[OldUser], list[Problem]]:
+def parse_usuarios(lines: Iterable[str], file: str) -> tuple[list[OldUser], list[Problem]]:
     """usuarios: ``user:password:comentario:fecha:#ganadas``. A name given again (or again
     but for case, which the store would refuse) keeps its first line."""
     users: list[OldUser] = []
@@ -308,7 +340,9 @@ def parse_usuarios(lines: list[str], file: str) -> tuple[list[OldUser], list[Pro
     return users, problems
 
 
-def parse_subscripcion(lines: list[str], file: str) -> tuple[list[OldSubscription], list[Problem]]:
+def parse_subscripcion(
+    lines: Iterable[str], file: str
+) -> tuple[list[OldSubscription], list[Problem]]:
     """subscripcion: ``SUBS:user:password:comentario``, the requests the administrator had
     not answered. A name requested again keeps its first line."""
     requests: list[OldSubscription] = []
@@ -345,7 +379,7 @@ def parse_subscripcion(lines: list[str], file: str) -> tuple[list[OldSubscriptio
 # -- est_partida and the games' moves ------------------------------------------------------
 
 
-def parse_est_partida(lines: list[str], file: str) -> tuple[list[OldGame], list[Problem]]:
+def parse_est_partida(lines: Iterable[str], file: str) -> tuple[list[OldGame], list[Problem]]:
     """est_partida: one line a game (``EST_PARTIDA_FIELDS``). A game number given again
     keeps its first line."""
     games: list[OldGame] = []
@@ -385,13 +419,13 @@ def parse_est_partida(lines: list[str], file: str) -> tuple[list[OldGame], list[
     return games, problems
 
 
-def parse_pen(lines: list[str], file: str) -> PenFile:
+def parse_pen(lines: Iterable[str], file: str) -> PenFile:
     """A game's moves file: ``#jugada:jugada:reverso:posicion:promocion``, plies 1, 2, 3...
     in order. Reading stops at the first line that is malformed or out of order: a game
     cannot go on past a move it does not have."""
     moves: list[OldMove] = []
-    written = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
-    for i, (n, line) in enumerate(written):
+    written = ((n, line) for n, line in enumerate(lines, 1) if line.strip())
+    for n, line in written:
         try:
             f = _fields(line, 5, PEN_FIELDS)
             ply = _number(f[0], "#jugada", 6)
@@ -406,7 +440,8 @@ def parse_pen(lines: list[str], file: str) -> PenFile:
                 values.promocion(f[4].strip()),
             )
         except ValueError as e:
-            return PenFile(tuple(moves), Problem(file, n, str(e)), len(written) - i)
+            unread = 1 + sum(1 for _ in written)
+            return PenFile(tuple(moves), Problem(file, n, str(e)), unread)
         moves.append(move)
     return PenFile(tuple(moves))
 
@@ -415,7 +450,7 @@ def parse_pen(lines: list[str], file: str) -> PenFile:
 
 
 def parse_challenges(
-    lines: list[str], file: str, challenged: str
+    lines: Iterable[str], file: str, challenged: str
 ) -> tuple[list[OldChallenge], list[Problem]]:
     """The file named after ``challenged`` in the solicitudes directory: ``solicitante:
     fecha``, one challenge a line. A challenger given again keeps the first line."""

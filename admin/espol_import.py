@@ -26,6 +26,7 @@ from ajedrez.domain.errors import Conflict
 from ajedrez.domain.passwords import hash_password
 from ajedrez.domain.values import STATUS_ACTIVE
 from ajedrez.domain.values import game_name as format_partida
+from ajedrez.espol.fields import shown
 from ajedrez.store import imported
 from ajedrez.store.db import Database
 from ajedrez.store.tx import Tx
@@ -38,7 +39,7 @@ from .espol_files import (
     OldUser,
     PenFile,
     Problem,
-    decode_lines,
+    Unreadable,
     game_file_id,
     game_file_name,
     parse_challenges,
@@ -48,6 +49,7 @@ from .espol_files import (
     parse_pen,
     parse_subscripcion,
     parse_usuarios,
+    read_lines,
 )
 from .espol_games import PlannedGame, plan_game
 
@@ -97,6 +99,21 @@ class Source:
         except ValueError:
             return str(path)
 
+    def lines(self, path: Path) -> Iterator[str]:
+        """The lines of a file of the data directory, read as they are parsed.
+        ``Unreadable``: a link to a file outside the data directory, or a line too long;
+        ``OSError``: the file cannot be read."""
+        real = path.resolve()
+        if not real.is_relative_to(self.base):
+            raise Unreadable(
+                Problem(
+                    self.shown(path),
+                    None,
+                    f"a link to {real}, outside the data directory {self.base}: not read",
+                )
+            )
+        return _lines(path, self.shown(path))
+
 
 @dataclass
 class Decisions:
@@ -139,8 +156,9 @@ def _entry(directory: Path, name: str) -> Path | None:
     return None
 
 
-def _read(path: Path) -> list[str]:
-    return decode_lines(path.read_bytes())
+def _lines(path: Path, file: str) -> Iterator[str]:
+    with path.open("rb") as stream:
+        yield from read_lines(stream, file)
 
 
 def locate(path: Path) -> Source:
@@ -158,9 +176,11 @@ def locate(path: Path) -> Source:
         raise AdminError(f"no such file or directory: {path}", EXIT_REFUSED)
     base = config_path.parent.resolve()
     try:
-        config, problems = parse_config(_read(config_path), config_path.name)
+        config, problems = parse_config(_lines(config_path, config_path.name), config_path.name)
     except OSError as e:
         raise AdminError(f"cannot read {config_path}: {e.strerror or e}") from None
+    except Unreadable as e:
+        raise AdminError(f"{config_path.parent}/{e.problem}") from None
     if config is None:
         raise AdminError(
             f"{config_path} is not an ESPOL server.cfg: {'; '.join(map(str, problems))}"
@@ -168,9 +188,9 @@ def locate(path: Path) -> Source:
     source = Source(
         base,
         config_path.resolve(),
-        _directory(base, config.autorizados),
-        _directory(base, config.est_partida),
-        _directory(base, config.solicitudes),
+        _directory(base, "autorizados", config.autorizados),
+        _directory(base, "est_partida", config.est_partida),
+        _directory(base, "solicitudes", config.solicitudes),
     )
     if _entry(source.autorizados, USUARIOS) is None:
         raise AdminError(
@@ -179,18 +199,28 @@ def locate(path: Path) -> Source:
     return source
 
 
-def _directory(base: Path, written: str) -> Path:
+def _directory(base: Path, key: str, written: str) -> Path:
     """A directory of server.cfg: a relative one is relative to server.cfg's directory.
     An absolute one that does not exist here (the files were copied from the old
     machine) is looked for by its last component in server.cfg's directory, else the
-    files are looked for in server.cfg's directory itself."""
+    files are looked for in server.cfg's directory itself. One that is, once links are
+    followed, outside server.cfg's directory is refused: the import reads the data
+    directory it is given and nothing else of the machine (docs/security.md)."""
     d = Path(written.replace("\\", "/"))
     if not d.is_absolute():
-        return (base / d).resolve()
-    if d.is_dir():
-        return d
-    moved = base / d.name
-    return moved.resolve() if moved.is_dir() else base
+        found = (base / d).resolve()
+    elif d.is_dir():
+        found = d.resolve()
+    else:
+        moved = base / d.name
+        found = moved.resolve() if moved.is_dir() else base
+    if not found.is_relative_to(base):
+        raise AdminError(
+            f"server.cfg: {key}:{shown(written)} is {found}, outside the data directory "
+            f"{base}: copy the old server's files into the data directory and name its "
+            "directories from there"
+        )
+    return found
 
 
 # -- the import ----------------------------------------------------------------------------
@@ -236,9 +266,11 @@ class Import:
         usuarios = _entry(src.autorizados, USUARIOS)
         assert usuarios is not None  # locate() made sure
         try:
-            users, problems = parse_usuarios(_read(usuarios), self.shown(usuarios))
+            users, problems = parse_usuarios(src.lines(usuarios), self.shown(usuarios))
         except OSError as e:
             raise AdminError(f"cannot read {usuarios}: {e.strerror or e}") from None
+        except Unreadable as e:
+            raise AdminError(f"{src.base}/{e.problem}") from None
         self._unread(self.users, problems)
         self._sequence()
         self._users(users, self.shown(usuarios))
@@ -257,9 +289,11 @@ class Import:
             )
             return
         try:
-            self.sequence, problems = parse_eje(_read(eje), self.shown(eje))
+            self.sequence, problems = parse_eje(self.source.lines(eje), self.shown(eje))
         except OSError as e:
             problems = [Problem(self.shown(eje), None, f"cannot be read: {e.strerror or e}")]
+        except Unreadable as e:
+            problems = [e.problem]
         self.problems += problems
 
     # -- users -----------------------------------------------------------------------------
@@ -327,9 +361,12 @@ class Import:
             return
         file = self.shown(path)
         try:
-            requests, problems = parse_subscripcion(_read(path), file)
+            requests, problems = parse_subscripcion(src.lines(path), file)
         except OSError as e:
             self.problems.append(Problem(file, None, f"cannot be read: {e.strerror or e}"))
+            return
+        except Unreadable as e:
+            self.problems.append(e.problem)
             return
         self._unread(self.subscriptions, problems)
         for done, batch in _batches(requests, USER_BATCH):
@@ -406,9 +443,11 @@ class Import:
             games: list[OldGame] = []
         else:
             try:
-                games, problems = parse_est_partida(_read(path), self.shown(path))
+                games, problems = parse_est_partida(src.lines(path), self.shown(path))
             except OSError as e:
                 raise AdminError(f"cannot read {path}: {e.strerror or e}") from None
+            except Unreadable as e:
+                raise AdminError(f"{src.base}/{e.problem}") from None
             self._unread(self.games, problems)
         listed = {g.game_id for g in games}
         for game_id, pen in sorted(moves_files.items()):
@@ -537,9 +576,11 @@ class Import:
         if path is None:
             return Problem(est, game.line, f"{pid}: no {name}: skipped")
         try:
-            pen: PenFile = parse_pen(_read(path), self.shown(path))
+            pen: PenFile = parse_pen(self.source.lines(path), self.shown(path))
         except OSError as e:
             return Problem(est, game.line, f"{pid}: {name} cannot be read ({e.strerror}): skipped")
+        except Unreadable as e:
+            return Problem(est, game.line, f"{pid}: {e.problem}: skipped")
         return plan_game(game, pen, self.shown(path))
 
     def _decide_games(self, tx: Tx, batch: Sequence[PlannedGame], file: str) -> Decisions:
@@ -615,11 +656,13 @@ class Import:
                 continue
             file = self.shown(p)
             try:
-                lines = _read(p)
+                challenges, problems = parse_challenges(src.lines(p), file, p.name)
             except OSError as e:
                 self.problems.append(Problem(file, None, f"cannot be read: {e.strerror or e}"))
                 continue
-            challenges, problems = parse_challenges(lines, file, p.name)
+            except Unreadable as e:
+                self.problems.append(e.problem)
+                continue
             self._unread(self.challenges, problems)
             if p.name not in self.ours:
                 self.challenges.skipped += len(challenges)

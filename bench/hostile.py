@@ -11,6 +11,7 @@ Figures are seconds as seen by the client.
 from __future__ import annotations
 
 import argparse
+import http.client
 import socket
 import struct
 import tempfile
@@ -178,6 +179,100 @@ def subs_flood(address: tuple[str, int], db: Database) -> str:
     return f"a login while 900 connections queue two SUBS each: {took:.3f} s"
 
 
+# The metrics port of the scenarios that have the listener on (chosen free at start).
+METRICS: dict[str, int] = {}
+# A knight's dance (Nf3 Nf6 Ng1 Ng8, three times): twelve legal plies that end nothing.
+DANCE = [("g1f3", "0621"), ("g8f6", "6245"), ("f3g1", "2106"), ("f6g8", "4562")] * 3
+SCRAPERS = 6
+SCRAPE_GAMES = 16  # games played in each phase, 12 moves each
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _move_seconds(address: tuple[str, int], db: Database, tag: str) -> list[float]:
+    """Each move's round trip (JGDA to 208) over SCRAPE_GAMES games played one move at a
+    time, each game by two players of its own."""
+    accounts, games = Accounts(db), Games(db)
+    pairs = []
+    for i in range(SCRAPE_GAMES):
+        white, black = f"{tag}w{i}", f"{tag}b{i}"
+        accounts.add_user(white, PASSWORD)
+        accounts.add_user(black, PASSWORD)
+        w, b = accounts.login(white, PASSWORD), accounts.login(black, PASSWORD)
+        games.challenge(b.id, white)
+        gid = games.accept(w.id, "B", black)
+        sessions = []
+        for name in (white, black):
+            c = Client(address)
+            assert c.cmd(f"USER:{name}")[0] == 101
+            assert c.cmd(f"PASS:{PASSWORD}")[0] == 102
+            sessions.append(c)
+        pairs.append((gid, sessions))
+    took = []
+    for gid, sessions in pairs:
+        for ply, (move, squares) in enumerate(DANCE, 1):
+            c = sessions[(ply + 1) % 2]
+            started = time.monotonic()
+            code, text = c.cmd(f"JGDA:P{gid:07d}:{ply}:{move}:{(ply + 1) % 2}:{squares}:0")
+            took.append(time.monotonic() - started)
+            assert code == 208, (code, text)
+        for c in sessions:
+            c.close()
+    return took
+
+
+def _scrape(port: int, stop: threading.Event, counts: dict[int, int]) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    while not stop.is_set():
+        try:
+            conn.request("GET", "/metrics")
+            r = conn.getresponse()
+            r.read()
+            counts[r.status] = counts.get(r.status, 0) + 1
+        except (OSError, http.client.HTTPException):
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            counts[0] = counts.get(0, 0) + 1
+    conn.close()
+
+
+def scrape_flood(address: tuple[str, int], db: Database) -> str:
+    """Moves timed quietly, then while SCRAPERS clients scrape /metrics without pause,
+    then quietly again: the same server, the same run."""
+    before = _move_seconds(address, db, "q")
+    stop = threading.Event()
+    counts: list[dict[int, int]] = [{} for _ in range(SCRAPERS)]
+    scrapers = [threading.Thread(target=_scrape, args=(METRICS["scrape"], stop, c)) for c in counts]
+    for t in scrapers:
+        t.start()
+    started = time.monotonic()
+    try:
+        flooded = _move_seconds(address, db, "f")
+    finally:
+        stop.set()
+        for t in scrapers:
+            t.join()
+    seconds = time.monotonic() - started
+    after = _move_seconds(address, db, "a")
+    answered = sum(c.get(200, 0) for c in counts)
+    refused = sum(n for c in counts for code, n in c.items() if code != 200)
+
+    def p(values: list[float]) -> str:
+        ordered = sorted(values)
+        p50, p99 = (ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in (0.5, 0.99))
+        return f"p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms"
+
+    return (
+        f"{len(before)} moves quiet: {p(before)}; while {SCRAPERS} clients scrape /metrics "
+        f"without pause ({answered / seconds:.0f} scrapes a second answered, {refused} "
+        f"not): {p(flooded)}; quiet again: {p(after)}"
+    )
+
+
 SCENARIOS: dict[str, Callable[[tuple[str, int], Database], str]] = {
     "held": held_attempts,
     "dropped": dropped_attempts,
@@ -185,6 +280,7 @@ SCENARIOS: dict[str, Callable[[tuple[str, int], Database], str]] = {
     "unsu": unsu_oracle,
     "silent": silent_flood,
     "subs": subs_flood,
+    "scrape": scrape_flood,
 }
 
 
@@ -198,7 +294,11 @@ def main() -> None:
             db = Database(url)
             upgrade(db)
             Accounts(db).add_user("victim", PASSWORD)
-            server = ServerProcess(url, [], source_dir=None, log_path=Path(tmp) / "server.log")
+            extra = []
+            if name == "scrape":
+                METRICS[name] = _free_port()
+                extra = ["--metrics-port", str(METRICS[name])]
+            server = ServerProcess(url, extra, source_dir=None, log_path=Path(tmp) / "server.log")
             host, port = server.start()
             try:
                 print(f"{name}: {SCENARIOS[name]((host, port), db)}", flush=True)

@@ -148,11 +148,15 @@ def _run(
 
 def _monitor(settings: Settings, directory: str, health: Health) -> Monitor | None:
     """The /healthz and /metrics listener, started; None (logged) if it cannot listen."""
+    from ajedrez.server.http_guard import HttpLimits
     from ajedrez.server.monitor import Monitor
 
     assert settings.metrics_port is not None
+    limits = HttpLimits(
+        settings.limits.metrics_max_connections, settings.limits.metrics_request_timeout
+    )
     try:
-        monitor = Monitor(settings.metrics_host, settings.metrics_port, health, directory)
+        monitor = Monitor(settings.metrics_host, settings.metrics_port, health, directory, limits)
     except OSError as e:
         log.error(
             "cannot serve metrics on %s:%d: %s",
@@ -162,6 +166,15 @@ def _monitor(settings: Settings, directory: str, health: Health) -> Monitor | No
         )
         return None
     monitor.start()
+    if not _is_loopback(settings.metrics_host):
+        host, port = monitor.address
+        log.warning(
+            "health and metrics on %s:%d are open to other machines, without "
+            "authentication: listen on loopback (metrics_host) behind a proxy that "
+            "authenticates, or firewall the port",
+            host,
+            port,
+        )
     return monitor
 
 

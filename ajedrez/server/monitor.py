@@ -3,11 +3,16 @@
 Off unless ``metrics_port`` is set; on ``metrics_host`` (loopback by default), as what it
 shows is for the operator's monitoring, not for players. It runs on an asyncio loop of
 its own, in a thread of the process that serves it (the one server process, or the master
-with ``--workers``): measured under load, a scrape served on the server's busy loop waited
-some 30-40 ms at the median for that loop's turns, against 5 ms from its own thread
-(``docs/performance.md``, "Metrics"). Either way the blocking work, the database query of
-``/healthz`` and the reading of every process's files for ``/metrics``, runs in the
-listener's own small thread pool, never on a loop.
+with ``--workers``, which has no loop of its own): measured under load, a scrape served on
+the server's busy loop waited some 30-40 ms at the median for that loop's turns, against
+5 ms from its own thread (``docs/performance.md``, "Metrics"). Either way the blocking
+work, the database query of ``/healthz`` and the reading of every process's files for
+``/metrics``, runs in the listener's own small thread pool, never on a loop.
+
+What a scrape costs the players is bounded: every process's files are read at most once a
+second (:data:`RENDER_SECONDS`) and scrapes meanwhile are answered from that reading (each
+form asked written once); http_guard.py caps the connections, the time to send a request
+and its head's size (docs/security.md, "The health and metrics listener").
 
 ``/healthz`` answers 200 ``ok`` when the database answers and its schema is at the
 newest migration this release knows, else 503 with the reason on one line: what a load
@@ -29,11 +34,13 @@ import gzip
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
+from ajedrez.server.http_guard import Guard, HttpLimits
 from ajedrez.server.prefork import open_listener
 
 log = logging.getLogger("ajedrez.monitor")
@@ -47,6 +54,16 @@ POOL_THREADS = 2
 # How long a stop waits for requests in progress (a scrape takes milliseconds).
 STOP_GRACE_SECONDS = 2.0
 BACKLOG = 128
+# A reading of every process's metrics files (the costly part of a scrape) answers the
+# scrapes of this long: a flood of scrapes costs one reading a second, however many come
+# and whatever they ask.
+RENDER_SECONDS = 1.0
+# The answers kept for the current reading, one per form asked (format, gzip, name[]
+# filter); forms beyond these are written from the reading each time, never kept, so odd
+# name[] lists cannot grow the cache.
+RENDERINGS_KEPT = 8
+
+Rendering = tuple[bytes, dict[str, str]]
 
 
 def _text(status: int, body: str, **headers: str) -> web.Response:
@@ -56,13 +73,15 @@ def _text(status: int, body: str, **headers: str) -> web.Response:
 
 class Checks:
     """The handlers of ``/healthz`` and ``/metrics``; each runs its blocking part in
-    ``pool`` (default: a pool of :data:`POOL_THREADS` of its own)."""
+    ``pool`` (default: a pool of :data:`POOL_THREADS` of its own). ``clock``: seconds, for
+    the age of a reading of the files; ``renders`` counts those readings."""
 
     def __init__(
         self,
         health: Health,
         directory: str,
         pool: concurrent.futures.Executor | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # Only now: metrics.prepare has named the directory (PROMETHEUS_MULTIPROC_DIR).
         from prometheus_client import CollectorRegistry, multiprocess
@@ -74,6 +93,17 @@ class Checks:
         self.pool = pool or concurrent.futures.ThreadPoolExecutor(
             POOL_THREADS, thread_name_prefix="monitor"
         )
+        self._clock = clock
+        # The last reading of the files, as a registry the encoders take; its time; and
+        # the answers written from it, by (format, gzipped, names). One lock: scrapes that
+        # come together wait for one reading rather than make one each.
+        self._reading = _Reading()
+        self._readings = CollectorRegistry(auto_describe=False)
+        self._readings.register(self._reading)
+        self._read_at: float | None = None
+        self._rendered: dict[tuple[str, bool, tuple[str, ...]], Rendering] = {}
+        self._rendering = threading.Lock()
+        self.renders = 0
 
     def routes(self) -> list[web.RouteDef]:
         """GET (and HEAD, which aiohttp answers with the same headers and no body)."""
@@ -105,22 +135,46 @@ class Checks:
         )
         return web.Response(body=body, headers=headers)
 
-    def _collect(
-        self, accept: str, accept_encoding: str, names: list[str]
-    ) -> tuple[bytes, dict[str, str]]:
+    def _collect(self, accept: str, accept_encoding: str, names: list[str]) -> Rendering:
         """What prometheus_client's own WSGI app answered: the format the scraper asks
         for (Prometheus text, or OpenMetrics), only the metrics named by ``name[]``
-        when given, gzipped when accepted."""
+        when given, gzipped when accepted; from a reading of the files at most
+        :data:`RENDER_SECONDS` old."""
         from prometheus_client.exposition import choose_encoder, gzip_accepted
 
         encoder, content_type = choose_encoder(accept)
-        registry: Any = self.registry.restricted_registry(names) if names else self.registry
-        output = encoder(registry)
-        headers = {"Content-Type": content_type}
-        if gzip_accepted(accept_encoding):
-            output = gzip.compress(output)
-            headers["Content-Encoding"] = "gzip"
-        return output, headers
+        zipped = gzip_accepted(accept_encoding)
+        key = (content_type, zipped, tuple(names))
+        with self._rendering:
+            now = self._clock()
+            if self._read_at is None or now - self._read_at >= RENDER_SECONDS:
+                self._reading.families = list(self.registry.collect())
+                self._read_at = now
+                self._rendered.clear()
+                self.renders += 1
+            kept = self._rendered.get(key)
+            if kept is not None:
+                return kept
+            readings = self._readings
+            registry: Any = readings.restricted_registry(names) if names else readings
+            output = encoder(registry)
+            headers = {"Content-Type": content_type}
+            if zipped:
+                output = gzip.compress(output)
+                headers["Content-Encoding"] = "gzip"
+            if len(self._rendered) < RENDERINGS_KEPT:
+                self._rendered[key] = (output, headers)
+            return output, headers
+
+
+class _Reading:
+    """A collector of the metric families last read from the files."""
+
+    def __init__(self) -> None:
+        self.families: list[Any] = []
+
+    def collect(self) -> list[Any]:
+        return self.families
 
 
 @web.middleware
@@ -146,14 +200,19 @@ def monitor_app(checks: Checks) -> web.Application:
 
 
 class WebServer:
-    """Serves ``app`` on ``sock`` (already listening): on the running loop with
-    :meth:`start` and :meth:`stop`, or on a loop of its own in a thread with
-    :meth:`start_thread` and :meth:`stop_thread`. No access log line per request, and the
-    process's signal handlers are left alone."""
+    """Serves ``app`` on ``sock`` (already listening) within ``limits`` (http_guard.py):
+    on the running loop with :meth:`start` and :meth:`stop`, or on a loop of its own in a
+    thread with :meth:`start_thread` and :meth:`stop_thread`. No access log line per
+    request, and the process's signal handlers are left alone."""
 
-    def __init__(self, app: web.Application, sock: socket.socket) -> None:
+    def __init__(
+        self, app: web.Application, sock: socket.socket, limits: HttpLimits | None = None
+    ) -> None:
         self.app = app
         self.sock = sock
+        self.limits = limits or HttpLimits()
+        self.guard: Guard | None = None
+        self._listener: asyncio.Server | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -172,11 +231,19 @@ class WebServer:
             shutdown_timeout=STOP_GRACE_SECONDS,
         )
         await runner.setup()
-        await web.SockSite(runner, self.sock, backlog=BACKLOG).start()
+        assert runner.server is not None
+        # The guard, not aiohttp's site, takes each connection: it may refuse it.
+        self.guard = Guard(runner.server, self.limits, log)
+        self._listener = await asyncio.get_running_loop().create_server(
+            self.guard, sock=self.sock, backlog=BACKLOG
+        )
         self._runner = runner
 
     async def stop(self) -> None:
         """Stop listening (the socket is closed) and end the connections."""
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -220,14 +287,21 @@ class Monitor:
     """The /healthz and /metrics listener of one server: listening once constructed (an
     ``OSError`` if it cannot), serving once started."""
 
-    def __init__(self, host: str, port: int, health: Health, directory: str) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        health: Health,
+        directory: str,
+        limits: HttpLimits | None = None,
+    ) -> None:
         sock = open_listener(host, port, BACKLOG)
         try:
             self.checks = Checks(health, directory)
         except BaseException:
             sock.close()
             raise
-        self.server = WebServer(monitor_app(self.checks), sock)
+        self.server = WebServer(monitor_app(self.checks), sock, limits)
 
     @property
     def address(self) -> tuple[str, int]:

@@ -55,6 +55,10 @@ class Limits:
     max_pending_subscriptions: int = 1000  # requests waiting for the administrator, in all
     max_pending_per_address: int = 3  # ... and from one client address
     max_guests_per_address: int = 16  # guests of the seed listeners held from one address
+    # The /healthz and /metrics listener (http_guard.py): connections at once, and seconds
+    # a connection has to send a request's head.
+    metrics_max_connections: int = 32
+    metrics_request_timeout: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,10 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
             parse_control(getattr(settings, name))
         except ValueError as e:
             raise SettingsError(f"{name}: {e}") from None
+    if limits.metrics_max_connections < 1:
+        raise SettingsError("setting metrics_max_connections must be at least 1")
+    if limits.metrics_request_timeout <= 0:
+        raise SettingsError("setting metrics_request_timeout must be above 0")
     if settings.event_retention_days < 0:
         raise SettingsError("setting event_retention_days must be at least 0")
     if settings.event_catch_up_limit < 1:
@@ -359,6 +367,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         ("max_pending_subscriptions", "subscription requests pending in all"),
         ("max_pending_per_address", "subscription requests pending from one address"),
         ("max_guests_per_address", "guests of the seed listeners from one address at once"),
+        ("metrics_max_connections", "connections to the metrics listener at once"),
+        ("metrics_request_timeout", "seconds a metrics connection has to send its request"),
     ):
         default = getattr(lim, name)
         kind = type(default)

@@ -4,14 +4,17 @@ its file, line and reason, which never holds a password."""
 
 from __future__ import annotations
 
+import io
+
 import chess
 import pytest
 
 from ajedrez.admin.espol_files import (
+    MAX_LINE,
     Config,
     Problem,
+    Unreadable,
     clean_comment,
-    decode_lines,
     game_file_id,
     parse_challenges,
     parse_config,
@@ -20,6 +23,7 @@ from ajedrez.admin.espol_files import (
     parse_pen,
     parse_subscripcion,
     parse_usuarios,
+    read_lines,
 )
 from ajedrez.admin.espol_games import RECORDED, plan_game
 from ajedrez.domain.values import END_ABORTED, REQ_OFFER, STATUS_ACTIVE, STATUS_FINISHED
@@ -33,12 +37,58 @@ def where(problems: list[Problem]) -> list[tuple[int | None, str]]:
 # -- text ----------------------------------------------------------------------------------
 
 
+def decode_lines(data: bytes, file: str = "f") -> list[str]:
+    return list(read_lines(io.BytesIO(data), file))
+
+
 def test_lines_are_utf8_or_latin1_each():
     data = "José\r\n".encode("latin-1") + "Iván\n".encode() + b"\xef\xbb\xbfx\n" + b"last"
     assert decode_lines(data) == ["José", "Iván", "\ufeffx", "last"]
     assert decode_lines(b"\xef\xbb\xbfana\n") == ["ana"]  # a BOM at the start only
     assert decode_lines(b"") == []
     assert decode_lines(b"a\n\n") == ["a", ""]
+
+
+class Endless(io.RawIOBase):
+    """A file of ``head`` then one line that never ends; counts the bytes it gave."""
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+        self.given = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        size = len(buffer)
+        chunk = (self.head[self.given :] + b"x" * size)[:size]
+        buffer[:size] = chunk
+        self.given += size
+        return size
+
+
+def test_a_line_longer_than_the_cap_stops_the_reading_of_its_file():
+    stream = Endless(b"ana:pw::00799592000:1\n")
+    lines = read_lines(io.BufferedReader(stream), "autorizados/usuarios")
+    assert next(lines) == "ana:pw::00799592000:1"
+    with pytest.raises(Unreadable) as refused:
+        next(lines)
+    assert refused.value.problem == Problem(
+        "autorizados/usuarios",
+        2,
+        f"a line longer than {MAX_LINE} bytes (no 1995 ESPOL file has one): the file is not read",
+    )
+    # What was read of the endless line: the cap and one buffer, not the line.
+    assert stream.given < 2 * MAX_LINE
+
+
+def test_a_line_at_the_cap_is_read():
+    line = b"\xef\xbb\xbf" + b"a" * MAX_LINE + b"\r\n"
+    assert decode_lines(line + b"b" * MAX_LINE) == ["a" * MAX_LINE, "b" * MAX_LINE]
+    with pytest.raises(Unreadable):
+        decode_lines(b"a" * (MAX_LINE + 1) + b"\n")
+    with pytest.raises(Unreadable):
+        decode_lines(b"a\n" + b"a" * (MAX_LINE + 1))
 
 
 def test_comments_are_cleaned_not_refused():

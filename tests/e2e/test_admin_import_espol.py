@@ -752,3 +752,108 @@ def test_the_documented_example_is_each_file_the_docs_show(run, store):
         for conn in opened:
             conn.close()
         srv.stop()
+
+
+# -- files that are not the old server's ---------------------------------------------------
+
+
+def _example(tmp_path: Path) -> Path:
+    """A copy of the example data directory, server.cfg naming its directories relatively."""
+    d = tmp_path.resolve() / "datos"
+    shutil.copytree(EXAMPLE, d)
+    _write(
+        d, "server.cfg", "autorizados:autorizados\nest_partida:partidas\nsolicitudes:solicitudes\n"
+    )
+    return d
+
+
+def _outside(tmp_path: Path) -> Path:
+    """A directory beside the data directory, with files an import would take."""
+    out = tmp_path.resolve() / "elsewhere"
+    shutil.copytree(EXAMPLE / "solicitudes", out)
+    shutil.copy(EXAMPLE / "autorizados" / "usuarios", out)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("line", "link"),
+    [
+        ("solicitudes:/etc", None),  # /etc exists here: refused, not read
+        ("solicitudes:../elsewhere", None),
+        ("solicitudes:peticiones", "peticiones"),  # a link to a directory outside
+        ("autorizados:/usr/local/ajedrez/cuentas", "cuentas"),  # moved, and a link
+    ],
+)
+def test_a_directory_outside_the_data_directory_is_refused(run, store, tmp_path, line, link):
+    _, db = store
+    d = _example(tmp_path)
+    out = _outside(tmp_path)
+    if link is not None:
+        (d / link).symlink_to(out, target_is_directory=True)
+    key = line.partition(":")[0]
+    cfg = (d / "server.cfg").read_text().splitlines()
+    _write(d, "server.cfg", "".join((line if c.startswith(key) else c) + "\n" for c in cfg))
+    before = counts(db)
+    r = run("import", "espol", str(d))
+    real = "/etc" if line.endswith("/etc") else str(out)
+    assert_error(
+        r, 1, f"server.cfg: {line} is {real}, outside the data directory {d}", "copy the old"
+    )
+    assert r.out == ""
+    assert counts(db) == before
+
+
+def test_a_file_linked_from_outside_the_data_directory_is_not_read(run, store, tmp_path):
+    d = _example(tmp_path)
+    out = _outside(tmp_path)
+    # A challenge file and a moves file that are links to files outside.
+    (d / "solicitudes" / "ana").unlink()
+    (d / "solicitudes" / "ana").symlink_to(out / "ana")
+    (d / "solicitudes" / "P0000002.PEN").unlink()
+    (d / "solicitudes" / "P0000002.PEN").symlink_to(out / "P0000002.PEN")
+    r = run("import", "espol", str(d))
+    assert_ok(r)
+    assert section(r.out, "not imported:") == [
+        f"partidas/est_partida:2: P0000002: solicitudes/P0000002.PEN: a link to "
+        f"{out / 'P0000002.PEN'}, outside the data directory {d}: not read: skipped",
+        f"solicitudes/ana: a link to {out / 'ana'}, outside the data directory {d}: not read",
+    ]
+    assert "games: 2 imported" in r.out and "challenges: 0 imported" in r.out
+    # usuarios itself a link: nothing is imported.
+    (d / "autorizados" / "usuarios").unlink()
+    (d / "autorizados" / "usuarios").symlink_to(out / "usuarios")
+    r = run("import", "espol", str(d))
+    assert_error(r, 1, f"autorizados/usuarios: a link to {out / 'usuarios'}, outside the data")
+
+
+def _bytes_read() -> int:
+    """What this process has read from files so far (Linux)."""
+    io_text = Path("/proc/self/io").read_text()
+    return int(next(x for x in io_text.splitlines() if x.startswith("rchar:")).split()[1])
+
+
+HUGE = 256 * 1024 * 1024
+
+
+@pytest.mark.parametrize("where", ["autorizados/usuarios", "solicitudes/ana"])
+def test_a_huge_line_is_refused_without_reading_it_whole(run, store, tmp_path, where):
+    """A file holding one line of 256 MB (a hole: no disk is used) is refused at its line
+    having read a bounded part of it; the import goes on when the file is a challenge's."""
+    _, db = store
+    d = _example(tmp_path)
+    with open(d / where, "ab") as f:
+        f.truncate(f.tell() + HUGE)  # the last line: 256 MB of NUL bytes, no end
+    lines = len((EXAMPLE / where).read_bytes().splitlines()) + 1
+    before = counts(db)
+    start = _bytes_read()
+    r = run("import", "espol", str(d))
+    read = _bytes_read() - start
+    assert read < 16 * 1024 * 1024, read  # the line's first 64 KiB, the rest of the files
+    refused = f"{where}:{lines}: a line longer than 65536 bytes (no 1995 ESPOL file has one)"
+    if where == "autorizados/usuarios":
+        assert_error(r, 1, f"{d}/{refused}: the file is not read")
+        assert counts(db) == before
+    else:
+        assert_ok(r)
+        assert f"  {refused}: the file is not read" in r.out.splitlines()
+        assert "users: 3 imported" in r.out and "challenges: 0 imported" in r.out

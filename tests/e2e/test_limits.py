@@ -43,6 +43,8 @@ def test_settings_precedence_command_line_over_file_over_defaults(tmp_path: Path
         ("idle_timeout = -1\n", "must not be negative"),
         ("port = \n", "not valid TOML"),
         ('tls_cert = "a.pem"\n', "go together"),
+        ("metrics_max_connections = 0\n", "metrics_max_connections must be at least 1"),
+        ("metrics_request_timeout = 0\n", "metrics_request_timeout must be above 0"),
     ],
 )
 def test_bad_settings_file_is_refused(tmp_path: Path, text: str, message: str) -> None:
