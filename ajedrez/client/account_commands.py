@@ -3,10 +3,13 @@ leave, config."""
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from ajedrez.client.app import EXIT_OK, EXIT_USAGE, App, CliError
+from ajedrez.client.cache import cache_path
 from ajedrez.client.clocks import days_hours, when
-from ajedrez.client.config import save_config
-from ajedrez.client.errors import LeaveRefused, NameTaken, NoSuchUser
+from ajedrez.client.config import ConfigError, parse_server, save_config
+from ajedrez.client.errors import LeaveRefused, NameTaken, NoSuchUser, host_port
 from ajedrez.client.protocol import LEAVE_END, LEAVE_START, LEAVE_STATUS, MAX_LEAVE_DAYS
 from ajedrez.client.sync import sync_game
 
@@ -100,6 +103,36 @@ def cmd_leave(app: App) -> int:
     else:
         app.say("Not on leave.")
     app.say(f"Leave left this year: {days_hours(leave.left_ms)}.")
+    return EXIT_OK
+
+
+def cmd_move_data(app: App) -> int:
+    """Move this user's local data kept for another server address (the same server
+    reached another way: its TLS port, a new name) to the address in use."""
+    s = app.settings
+    try:
+        host, port = parse_server(app.args.old_server)
+    except ConfigError as e:
+        raise CliError(f"the old server address: {e}", EXIT_USAGE) from None
+    source = cache_path(s.data_dir, host, port, app.user)
+    target = app.cache_file
+    if source == target:
+        raise CliError(f"{app.args.old_server} is the server in use: nothing to move", EXIT_USAGE)
+    if not source.exists():
+        raise CliError(f"no local data for {app.user} at {host_port(host, port)} ({source})")
+    if target.exists():
+        raise CliError(
+            f"{app.user} has local data at {s.server} already ({target}): remove it first "
+            "if the other copy is the one to keep"
+        )
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        part = source.with_name(source.name + suffix)
+        if part.exists():
+            part.rename(target.with_name(target.name + suffix))
+    with suppress(OSError):
+        source.parent.rmdir()  # only if empty: another user's data may be there
+    app.say(f"Moved the local data of {app.user} from {host_port(host, port)} to {s.server}.")
     return EXIT_OK
 
 

@@ -95,12 +95,31 @@ class App:
                 "run `ajedrez sync` first"
             )
         made = [p for p in (path.parent, path) if not p.exists()]
+        if path in made:
+            self._hint_other_copies(path)
         try:
             cache = Cache(path)
         except OSError as e:
             raise CliError(f"cannot open the local data {path}: {e}") from None
         self._made += made
         return cache
+
+    def _hint_other_copies(self, path: Path) -> None:
+        """Local data of this user for another port of the same host: most likely the
+        same server reached another way (its TLS port), whose copy stays behind."""
+        s = self.settings
+        prefix = path.parent.name.rsplit("_", 1)[0] + "_"
+        others = sorted(
+            d.name.rsplit("_", 1)[1]
+            for d in s.data_dir.glob(f"{prefix}*")
+            if d != path.parent and (d / path.name).exists() and d.name.rsplit("_", 1)[1].isdigit()
+        )
+        for port in others:
+            self.warn(
+                f"note: {self.user} has local data for {s.host} at port {port}; if that is "
+                f"this server reached another way, `ajedrez move-data {s.host}:{port}` moves "
+                "it here"
+            )
 
     def discard_unused(self) -> None:
         """Remove the local data this run made if it never logged in: a wrong password or

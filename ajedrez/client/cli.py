@@ -21,7 +21,13 @@ from collections.abc import Callable, Mapping
 from importlib import metadata
 from typing import TextIO
 
-from ajedrez.client.account_commands import cmd_config, cmd_leave, cmd_subscribe, cmd_unsubscribe
+from ajedrez.client.account_commands import (
+    cmd_config,
+    cmd_leave,
+    cmd_move_data,
+    cmd_subscribe,
+    cmd_unsubscribe,
+)
 from ajedrez.client.app import (
     EXIT_FAILED,
     EXIT_NOT_ESPOL,
@@ -331,6 +337,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("hint", cmd_hint, "the squares a piece may move to (legal-move hints)")
     p.add_argument("game", metavar="GAME")
     p.add_argument("square", metavar="SQUARE", help="the piece's square, as e2")
+    p = add(
+        "move-data",
+        cmd_move_data,
+        "move your local data kept for another address of the same server (its TLS port, "
+        "a new name) to the server in use",
+    )
+    p.add_argument("old_server", metavar="OLD_SERVER", help="the address it was kept for")
     p = add(
         "config", cmd_config, "show the settings in use; --save stores --server/--user/--data-dir"
     )

@@ -63,3 +63,26 @@ def test_each_mismatch_of_tls_and_port_names_its_likely_cause(tls_server, new_us
         Client(srv.host, srv.port, tls=ssl.create_default_context(cafile=str(cert)))
     with Client(srv.host, port) as c, pytest.raises(ConnectionLost, match="add --tls"):
         c.login(ana, PASSWORD)
+
+
+def test_moving_to_the_tls_port_keeps_the_local_copy(tls_server, new_user, tmp_path):  # type: ignore[no-untyped-def]
+    srv, port, cert = tls_server
+    ana, bob = new_user(), new_user()
+    plain = Machine(f"{srv.host}:{srv.port}", ana, tmp_path / "a")
+    Machine(f"{srv.host}:{srv.port}", bob, tmp_path / "b")("challenge", ana)
+    assert bob in plain("challenges", "--sync").out
+    tls = Machine(f"{srv.host}:{port}", ana, tmp_path / "a")  # the same machine, the TLS port
+    first = tls("--tls-ca", str(cert), "sync")
+    hint = f"`ajedrez move-data {srv.host}:{srv.port}` moves it here"
+    assert hint in first.err, first.err
+    # the copy made by that sync is in the way: the move refuses until it is gone
+    refused = tls.fail("move-data", f"{srv.host}:{srv.port}", rc=1).err
+    assert "has local data" in refused and "remove it first" in refused, refused
+    for made in tls.data_dir.glob(f"*_{port}/{ana}.sqlite3*"):
+        made.unlink()
+    moved = tls("move-data", f"{srv.host}:{srv.port}")
+    assert f"Moved the local data of {ana}" in moved.out
+    assert bob in tls("challenges").out  # offline: the copy kept for the plain port
+    assert "move-data" not in tls("--tls-ca", str(cert), "sync").err
+    gone = plain.fail("games", rc=1).err
+    assert "no local data" in gone, gone
