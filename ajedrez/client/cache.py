@@ -96,7 +96,8 @@ CREATE TABLE IF NOT EXISTS clocks (
     white_leave_until_ms INTEGER NOT NULL,
     black_leave_until_ms INTEGER NOT NULL,
     end_reason TEXT NOT NULL,
-    offset_ms INTEGER NOT NULL
+    offset_ms INTEGER NOT NULL,
+    grace_until_ms INTEGER
 );
 CREATE TABLE IF NOT EXISTS event_cursor (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -113,6 +114,7 @@ _ADDED_COLUMNS = (
     (3, "moves", "clock_ms", "INTEGER"),  # NULL: not known (no clock, or not yet read)
     (5, "games", "takeback", "TEXT"),  # the colour asking a takeback; NULL: nobody
     (5, "games", "takeback_declined", "INTEGER"),  # the ply whose takeback was declined
+    (5, "clocks", "grace_until_ms", "INTEGER"),  # RELJ:1's start-up grace; NULL: not known
 )
 
 
@@ -458,7 +460,9 @@ class Cache:
     def store_clock(self, status: ClockStatus, offset_ms: int) -> None:
         """A RELJ record, with the server's ``ahora`` minus the local clock when asked."""
         self.db.execute(
-            "INSERT OR REPLACE INTO clocks VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO clocks (game, now_ms, control, white_ms, black_ms, "
+            "waiting, deadline_ms, white_leave_until_ms, black_leave_until_ms, end_reason, "
+            "offset_ms, grace_until_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 status.game,
                 status.now_ms,
@@ -471,6 +475,7 @@ class Cache:
                 status.black_leave_until_ms,
                 status.end_reason,
                 offset_ms,
+                status.grace_until_ms,
             ),
         )
 
@@ -527,5 +532,6 @@ def _stored_clock(row: sqlite3.Row) -> StoredClock:
         row["white_leave_until_ms"],
         row["black_leave_until_ms"],
         row["end_reason"],
+        row["grace_until_ms"] or 0,
     )
     return StoredClock(status, row["offset_ms"])

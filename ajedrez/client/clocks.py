@@ -58,6 +58,7 @@ class ClockNow:
     deadline_ms: int
     white_leave_until_ms: int
     black_leave_until_ms: int
+    grace_until_ms: int = 0  # the server's start-up grace, while it lasts: 0 for none
 
     def bank(self, color: str) -> int:
         return self.white_ms if color == WHITE else self.black_ms
@@ -97,6 +98,7 @@ def clock_at(status: ClockStatus, offset_ms: int, local_now_ms: int) -> ClockNow
         status.deadline_ms,
         leave(status.white_leave_until_ms),
         leave(status.black_leave_until_ms),
+        leave(status.grace_until_ms),
     )
 
 
@@ -153,6 +155,16 @@ def running_sentence(now: ClockNow, players: Players) -> str | None:
     if now.running is None:
         return None
     mine = players.mine(now.running)
+    if now.time_up and now.grace_until_ms:
+        # The server's start-up grace: a move before it ends is still played.
+        if mine:
+            return (
+                "your time is up, but the server's start-up grace lets you move until "
+                f"{when(now.grace_until_ms)}"
+            )
+        name = players.name(now.running)
+        ends = when(now.grace_until_ms)
+        return f"{name}'s time is up; the server ends the game at {ends} unless {name} moves first"
     if now.time_up:
         whose = "your" if mine else f"{players.name(now.running)}'s"
         return f"{whose} time is up; the server will end the game"

@@ -44,6 +44,7 @@ from ajedrez.client.errors import (
     NotEspol,
     NotTls,
     ProtocolError,
+    ProtocolFailure,
     Unreachable,
     reply_error,
 )
@@ -351,6 +352,7 @@ class Client:
         self.sent: Counter[str] = Counter()
         self.plies_fetched = 0
         self.unknown: set[str] = set()
+        self.shorter: set[str] = set()  # commands whose optional ``1`` the server refused
         self.streaming = False  # EVEN was answered on this connection
         self._trace = trace
         self._buf = bytearray()
@@ -690,8 +692,9 @@ class Client:
         return [parse_open_challenge(rec) for rec in r.records()]
 
     def stat(self, game: str) -> GameStatus:
-        """STAT:<partida>:1: the status, and who asks a takeback now."""
-        return parse_game_status(self.request("STAT", game_id(game), "1").text)
+        """STAT:<partida>:1: the status, and who asks a takeback now; plain STAT from a
+        server older than that field (takeback None: not known)."""
+        return parse_game_status(self._longer_record("STAT", game_id(game)).text)
 
     def spar(self, game: str, after: int = 0) -> list[MoveRecord]:
         """The moves with ply greater than ``after``; ``[]`` when there are none (839)."""
@@ -806,8 +809,22 @@ class Client:
     # -- time ----------------------------------------------------------------------
 
     def relj(self, game: str) -> ClockStatus:
-        """The game's clocks at the server's ``now_ms`` (finished games too)."""
-        return parse_clock_status(self.request("RELJ", game_id(game)).text)
+        """RELJ:<partida>:1: the game's clocks at the server's ``now_ms`` (finished games
+        too), and the end of the server's start-up grace while it lasts; plain RELJ from
+        a server older than that field."""
+        return parse_clock_status(self._longer_record("RELJ", game_id(game)).text)
+
+    def _longer_record(self, command: str, *fields: str) -> Response:
+        """``command`` with its optional last field ``1`` (a longer record), and without
+        it where the server does not know that field yet (801)."""
+        if command not in self.shorter:
+            try:
+                return self.request(command, *fields, "1")
+            except ProtocolFailure as e:
+                if e.code != Reply.F_NFIELDS:
+                    raise
+                self.shorter.add(command)
+        return self.request(command, *fields)
 
     def lice(self, action: str, days: int | None = None) -> LeaveStatus:
         """LICE: ``action`` LEAVE_START (for ``days``, else every day left this year),

@@ -53,6 +53,7 @@ class ClockRules:
     min_bank_ms: int = 10 * SECOND_MS
     max_bank_ms: int = 365 * DAY_MS
     flag_after_ms: int = 0  # the start-up grace: no game ends on time before this
+    grace_ms: int = 0  # its length: what a late move the grace lets through leaves its mover
 
     def check(self, control: TimeControl | None) -> None:
         """Refuse (``802``) a control outside the server's bounds."""
@@ -248,13 +249,23 @@ def _running(banks: dict[str, int], running: str, since: int) -> ClockValues:
 
 
 def after_move(
-    row: ClockRow, mover: str, now_ms: int, next_leave_until_ms: int | None
+    row: ClockRow,
+    mover: str,
+    now_ms: int,
+    next_leave_until_ms: int | None,
+    late_floor_ms: int = 0,
 ) -> tuple[ClockValues, int]:
-    """The clocks after ``mover``'s move at ``now_ms``, and the mover's bank after it."""
+    """The clocks after ``mover``'s move at ``now_ms``, and the mover's bank after it. A
+    move later than the mover's bank (one the start-up grace let through) leaves at least
+    ``late_floor_ms``: the move stands, and the mover's next turn is not lost before it
+    begins."""
     control = TimeControl(0, row.tc_increment_ms or 0, row.tc_cap_ms)
     used = max(0, now_ms - (row.clock_since_ms or now_ms))
     banks = _banks(row)
-    banks[mover] = after = control.bank_after(banks[mover], used)
+    after = control.bank_after(banks[mover], used)
+    if used > banks[mover]:
+        after = max(after, late_floor_ms)
+    banks[mover] = after
     since = starts_at(now_ms, control.correspondence, next_leave_until_ms)
     return _running(banks, other_color(mover), since), after
 

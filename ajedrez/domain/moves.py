@@ -133,7 +133,7 @@ class Moving:
         if late is not None:
             return late
         plan = self._plan(tx, job, row)
-        self.store.store(tx, [_write(tx, job, plan, row, now)])
+        self.store.store(tx, [_write(tx, job, plan, row, now, self.clock_rules.grace_ms)])
         self._played(tx, [(job, row, plan)], now)
         return None
 
@@ -174,7 +174,8 @@ class Moving:
                 out[i] = e
                 continue
             planned.append((job, row, plan))
-        self.store.store(tx, [_write(tx, j, p, r, now) for j, r, p in planned])
+        floor = self.clock_rules.grace_ms
+        self.store.store(tx, [_write(tx, j, p, r, now, floor) for j, r, p in planned])
         self._played(tx, planned, now)
         for i in alone:
             try:
@@ -241,14 +242,17 @@ class Moving:
         )
 
 
-def _write(tx: StoreTx, job: Job, plan: rules.Plan, row: Any, now: int) -> MoveWrite:
-    """The move as stored, its game's clocks brought up to date."""
+def _write(
+    tx: StoreTx, job: Job, plan: rules.Plan, row: Any, now: int, late_floor_ms: int
+) -> MoveWrite:
+    """The move as stored, its game's clocks brought up to date (``late_floor_ms``: what
+    a move later than its mover's bank leaves, ``clocks.after_move``)."""
     white_ms, black_ms = row.white_ms, row.black_ms
     since, deadline, warn, bank = row.clock_since_ms, row.deadline_ms, None, None
     if clocks.has_clock(row):
         mover = WHITE if row.white_id == job.caller_id else BLACK
         leave = clocks.leave_until(row, BLACK if mover == WHITE else WHITE)
-        after, bank = clocks.after_move(row, mover, now, leave)
+        after, bank = clocks.after_move(row, mover, now, leave, late_floor_ms)
         white_ms, black_ms = after.white_ms, after.black_ms
         since, deadline, warn = after.since_ms, after.deadline_ms, after.warn_at_ms
     return MoveWrite(

@@ -101,6 +101,7 @@ class Timekeeping:
             leaves.get(row.white_id, 0),
             leaves.get(row.black_id, 0),
             row.end_reason or "",
+            0 if self.rules.may_flag(now) else self.rules.flag_after_ms,
         )
 
     # -- leave (LICE) ----------------------------------------------------------------------

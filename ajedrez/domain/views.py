@@ -142,6 +142,9 @@ class ClockStatus:
     white_leave_until_ms: int
     black_leave_until_ms: int
     end_reason: str
+    # The end of the server's start-up grace while it lasts (no game ends on time before
+    # it: a running side out of time may still move); 0 once it is over.
+    grace_until_ms: int = 0
 
     def bank(self, color: str) -> int:
         return self.white_ms if color == WHITE else self.black_ms

@@ -132,6 +132,13 @@ def with_controls(value: str) -> bool:
     return value == "1"
 
 
+def opt_in(value: str) -> bool:
+    """An optional last field ``1`` that asks for a longer record (STAT, RELJ)."""
+    if value not in ("", "1"):
+        raise ValueError(f"invalid option '{shown(value)}': the only option is 1")
+    return value == "1"
+
+
 LEAVE_ACTIONS = ("I", "F", "E")  # LICE: iniciar, finalizar, estado
 MAX_LEAVE_DAYS = 366
 

@@ -118,9 +118,10 @@ def encode_move(m: MoveRecord) -> str:
     return f"{m.ply}:{m.jugada}:{m.reverso}:{m.posicion}:{m.promocion}"
 
 
-def encode_clocks(c: ClockStatus) -> str:
-    """The RELJ record."""
-    fields = (
+def encode_clocks(c: ClockStatus, with_grace: bool = False) -> str:
+    """The RELJ record; ``with_grace`` (RELJ:<partida>:1): and a last field, the end of
+    the server's start-up grace while it lasts, 0 after."""
+    fields: tuple[object, ...] = (
         c.game,
         c.now_ms,
         c.control,
@@ -132,6 +133,8 @@ def encode_clocks(c: ClockStatus) -> str:
         c.black_leave_until_ms,
         c.end_reason,
     )
+    if with_grace:
+        fields += (c.grace_until_ms,)
     return ":".join(map(str, fields))
 
 
@@ -295,7 +298,11 @@ def parse_listed(record: str) -> Listed:
 
 def parse_clock_status(record: str) -> ClockStatus:
     f = record.split(":")
-    if len(f) != 10 or not _PARTIDA.fullmatch(f[0]) or f[5] not in (WHITE, BLACK, NO_CLOCK_RUNS):
+    if (
+        len(f) not in (10, 11)
+        or not _PARTIDA.fullmatch(f[0])
+        or f[5] not in (WHITE, BLACK, NO_CLOCK_RUNS)
+    ):
         raise MalformedRecord(f"malformed RELJ record {record!r}")
 
     def number(i: int, what: str) -> int:
@@ -312,6 +319,7 @@ def parse_clock_status(record: str) -> ClockStatus:
         number(7, "licencia_blancas"),
         number(8, "licencia_negras"),
         f[9],
+        number(10, "gracia") if len(f) == 11 else 0,
     )
 
 

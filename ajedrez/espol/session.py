@@ -331,9 +331,9 @@ class Session:
         self.games.claim_draw(self._me.id, game_id, opponent)
         return self._reply(Reply.S_FINP)
 
-    def do_RELJ(self, game_id: int) -> Outcome:
+    def do_RELJ(self, game_id: int, with_grace: bool = False) -> Outcome:
         status = self.games.time.clock_status(self._me.id, game_id)
-        return self._reply(Reply.S_RELJ, encode_clocks(status))
+        return self._reply(Reply.S_RELJ, encode_clocks(status, with_grace))
 
     def do_EVEN(self, cursor: int | None = None) -> Outcome:
         # The connection answers 219 once its hub has taken the stream (connection.py);

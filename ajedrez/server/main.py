@@ -220,6 +220,7 @@ def _time(settings: Settings) -> Time:
         min_bank_ms=settings.clock_min_seconds * 1000,
         max_bank_ms=settings.clock_max_days * DAY_MS,
         flag_after_ms=clock.now_ms() + round(settings.flag_grace * 1000),
+        grace_ms=round(settings.flag_grace * 1000),
     )
     return clock, rules
 

@@ -41,6 +41,7 @@ from ajedrez.espol.records import (
     GameStatus,
     OpenChallenge,
     encode_clocks,
+    encode_status,
 )
 from tests.client.test_protocol import FakeServer, reply
 
@@ -151,6 +152,21 @@ def test_show_lines_name_both_banks_and_the_deadline():
     assert clock_lines(clock_at(status, 0, AHORA + 2 * DAY_MS), ANA_WHITE)[1] == (
         "Your time is up; the server will end the game."
     )
+
+
+def test_in_the_start_up_grace_a_time_up_says_when_the_server_will_end_the_game():
+    grace = AHORA + 3 * DAY_MS + HOUR_MS
+    status = replace(relj(white=2 * DAY_MS, black=3 * DAY_MS), grace_until_ms=grace)
+    now = clock_at(status, 0, AHORA + 3 * DAY_MS)
+    assert now.time_up
+    assert running_sentence(now, ANA_WHITE) == (
+        f"your time is up, but the server's start-up grace lets you move until {when(grace)}"
+    )
+    assert running_sentence(now, BOB_BLACK) == (
+        f"ana's time is up; the server ends the game at {when(grace)} unless ana moves first"
+    )
+    after = clock_at(status, 0, grace)  # the grace is over: the server ends it now
+    assert running_sentence(after, ANA_WHITE) == "your time is up; the server will end the game"
 
 
 # -- words -------------------------------------------------------------------------------------
@@ -313,7 +329,7 @@ def test_time_control_commands_on_the_wire(tmp_path: Path):
         "TRAN:00000000000:1",
         "SOLI:1",
         "SOLI",
-        "RELJ:P0000007",
+        "RELJ:P0000007:1",
         "LICE:I:2",
         "LICE:F",
         "LICE:E",
@@ -340,7 +356,7 @@ def test_sync_goes_on_without_clocks_against_an_older_server(tmp_path: Path):
             assert c.sent["RELJ"] == 1
     finally:
         srv.close()
-    assert srv.lines == ["SOLI:1", "SOLI", "RELJ:P0000007"]
+    assert srv.lines == ["SOLI:1", "SOLI", "RELJ:P0000007:1"]
 
 
 def test_sync_stores_the_offset_measured_before_asking(tmp_path: Path):
@@ -362,3 +378,31 @@ def test_sync_stores_the_offset_measured_before_asking(tmp_path: Path):
                 learn_clock(c, cache, st, clock=lambda: local)
     finally:
         srv.close()
+
+
+def test_an_older_server_refusing_the_longer_records_gets_the_plain_commands(tmp_path: Path):
+    status = relj()
+    st = GameStatus("P0000007", "ana", "bob", 0, 0, 0, 0, 0, WHITE, 1)
+    srv = FakeServer(
+        [
+            reply(801, "wrong number of fields for RELJ"),
+            reply(217, encode_clocks(status)),
+            reply(801, "wrong number of fields for STAT"),
+            reply(206, encode_status(st)),
+            reply(217, encode_clocks(status)),
+        ]
+    )
+    try:
+        with srv.client() as c:
+            assert c.relj("7") == status
+            assert c.stat("7") == st
+            assert c.relj("7") == status  # not asked with the 1 again
+    finally:
+        srv.close()
+    assert srv.lines == [
+        "RELJ:P0000007:1",
+        "RELJ:P0000007",
+        "STAT:P0000007:1",
+        "STAT:P0000007",
+        "RELJ:P0000007",
+    ]

@@ -307,3 +307,33 @@ def test_a_win_on_time_counts_in_the_ranking_as_the_srnk_doc_says(timed):
     for counted in ("checkmate", "resignation", "leaving the service", "clock running out"):
         assert counted in said, counted
     assert "without a winner credits nobody" in said and "aborted on time" in said
+
+
+def test_in_the_start_up_grace_show_says_when_and_a_late_move_stands(
+    own_db: tuple[str, Database], tmp_path: Path, machine: MachineFactory, timed: Timed
+) -> None:
+    a, b = timed.pair()
+    gid = timed_game(a, b, "10m")
+    a("move", gid, "e4")
+    b("move", gid, "e5")
+    timed.srv.stop()  # an outage: ana's ten minutes run out meanwhile
+    timed.time.advance(20 * MINUTE_MS)
+    url, _database = own_db
+    restarted = start_server(url, "--clock-file", str(timed.time.path), "--flag-grace", "600")
+    try:
+        a2, b2 = machine(a.user, srv=restarted), machine(b.user, srv=restarted)
+        shown = a2("show", gid, "--sync").out
+        assert "Your time is up, but the server's start-up grace lets you move until" in shown
+        theirs = b2("show", gid, "--sync").out
+        assert f"{a.user}'s time is up; the server ends the game at" in theirs, theirs
+        assert f"unless {a.user} moves first" in theirs
+        a2("move", gid, "Nf3")  # in the grace: played, and it stands
+        b2("move", gid, "Nc6")
+        # ana's late move left her the grace's ten minutes for her next turn
+        timed.time.advance(5 * MINUTE_MS)
+        status = a2("status", gid, "--sync").out
+        assert "active, your turn" in status, status
+        assert re.search(r"you have (5 min|4 min 5\d s)", status), status
+        a2("move", gid, "Bc4")
+    finally:
+        restarted.stop()

@@ -815,6 +815,30 @@ def test_nothing_is_flagged_during_the_start_up_grace(timed):
     assert g.pid not in timed.flag_due(g.w)
 
 
+def test_a_late_move_in_the_grace_stands_and_relj_1_says_when_the_grace_ends(timed):
+    """A move the start-up grace lets through leaves its mover the grace's length, so
+    their next turn is not lost before it begins; RELJ:1 names the grace's end."""
+    grace = S + 15 * MINUTE_MS  # a restart at S + 10 minutes, with a 5-minute grace
+    rules = ClockRules(flag_after_ms=grace, grace_ms=5 * MINUTE_MS)
+    g = timed.game("10m", rules)
+    assert move(g.w, g, 1, "e2e4") == frame(208)
+    timed.at(S + MINUTE_MS)
+    assert move(g.b, g, 2, "e7e5") == frame(208)
+    timed.at(S + 12 * MINUTE_MS)  # white's 10 minutes ran out while the server was down
+    late = relj(g.w, g.pid)
+    assert g.w.cmd(f"RELJ:{g.pid}:1").text == f"{late}:{grace}"
+    assert g.w.cmd(f"RELJ:{g.pid}:2").code == 802
+    assert move(g.w, g, 3, "g1f3") == frame(208)  # in the grace: played
+    fields = relj(g.w, g.pid).split(":")
+    assert fields[3] == str(5 * MINUTE_MS)  # white keeps the grace's five minutes
+    timed.at(S + 13 * MINUTE_MS)
+    assert move(g.b, g, 4, "b8c6") == frame(208)
+    timed.at(S + 17 * MINUTE_MS)  # after the grace, within white's five minutes
+    assert g.pid not in timed.flag_due(g.w)
+    assert g.w.cmd(f"RELJ:{g.pid}:1").text.endswith(":0")  # the grace is over
+    assert move(g.w, g, 5, "f1c4") == frame(208)
+
+
 def test_a_late_move_at_the_end_of_the_grace_is_833(timed):
     grace = S + HOUR_MS
     g = timed.game("10m", ClockRules(flag_after_ms=grace))
