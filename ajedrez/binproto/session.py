@@ -38,6 +38,7 @@ from ajedrez.service.tables import (
     Send,
     Table,
     Watch,
+    begun_seat,
     game_number,
 )
 
@@ -360,8 +361,5 @@ class Session:
         return [Send(tuple(packets))]
 
     def _begun(self, event: StoredEvent) -> list[Step]:
-        white, black = str(event.fields["blancas"]), str(event.fields["negras"])
-        if self.name not in (white, black) or event.game_id is None:
-            return []
-        color = WHITE if self.name == white else BLACK
-        return [ConfirmSeat(event.game_id, color, white, black)]
+        seat = begun_seat(event, self.name)
+        return [] if seat is None else [seat]

@@ -44,6 +44,7 @@ from ajedrez.service.tables import (
     Send,
     Table,
     Watch,
+    begun_seat,
 )
 
 # -- steps: the tables' (service/tables.py), and the protocol's own ----------------------
@@ -303,11 +304,8 @@ class Session:
         return []
 
     def _begun(self, event: StoredEvent) -> list[Step]:
-        white, black = str(event.fields["blancas"]), str(event.fields["negras"])
-        if self.name not in (white, black) or event.game_id is None:
-            return []
-        color = WHITE if self.name == white else BLACK
-        return [ConfirmSeat(event.game_id, color, white, black)]
+        seat = begun_seat(event, self.name)
+        return [] if seat is None else [seat]
 
     def _seat(self, game_id: int, color: str, white: str, black: str) -> list[Step]:
         self.waiting = False

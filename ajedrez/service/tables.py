@@ -26,7 +26,7 @@ from typing import Any, Protocol, cast
 from ajedrez.domain.errors import Failure, StorageError
 from ajedrez.domain.events import StoredEvent
 from ajedrez.domain.positions import START_FEN
-from ajedrez.domain.values import WHITE
+from ajedrez.domain.values import BLACK, WHITE
 from ajedrez.domain.views import GameStatus, MoveRecord
 from ajedrez.service.frontend import Host, Turnaway
 from ajedrez.service.guests import Guest
@@ -118,6 +118,15 @@ class Table:
     @property
     def opponent(self) -> str:
         return self.black if self.role == WHITE else self.white
+
+
+def begun_seat(event: StoredEvent, name: str | None) -> ConfirmSeat | None:
+    """The seat a game's start (INICIO_PARTIDA) gives ``name``, while its seek waits:
+    to be confirmed, as the game may have begun elsewhere (``ConfirmSeat``)."""
+    white, black = str(event.fields["blancas"]), str(event.fields["negras"])
+    if name not in (white, black) or event.game_id is None:
+        return None
+    return ConfirmSeat(event.game_id, WHITE if name == white else BLACK, white, black)
 
 
 def game_number(name: str) -> int:

@@ -151,7 +151,7 @@ class BinaryClient:
         while (left := deadline - time.monotonic()) > 0:
             try:
                 got.append(self.packet(left))
-            except (TimeoutError, EOFError):
+            except (TimeoutError, EOFError, ConnectionResetError):
                 break
         return got
 
