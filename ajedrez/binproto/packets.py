@@ -124,8 +124,11 @@ class PacketReader:
             return []
         self._buffer += data
         out: list[Packet | Unknown] = []
-        while len(self._buffer) >= 4:
-            taken = _read(self._buffer)
+        at = 0  # where the next packet starts: the buffer is cut once, after the loop
+        while len(self._buffer) - at >= 4:
+            # No packet is longer than MAX_PACKET: read each from a window that long, so
+            # that many small packets in one read cost no copy of the rest each.
+            taken = _read(self._buffer[at : at + MAX_PACKET])
             if taken is None:
                 break
             packet, size = taken
@@ -133,8 +136,9 @@ class PacketReader:
             if isinstance(packet, Unknown):
                 self._stopped = True
                 self._buffer = b""
-                break
-            self._buffer = self._buffer[size:]
+                return out
+            at += size
+        self._buffer = self._buffer[at:]
         return out
 
 

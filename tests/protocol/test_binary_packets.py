@@ -107,3 +107,21 @@ def test_the_server_s_packets() -> None:
 def test_hovr_s_move_set_is_a_row_a_byte(targets: list[tuple[int, int]], rows: list[int]) -> None:
     assert p.hover((4, 1), targets) == b"HOVR\x04\x01" + bytes(rows)
     assert p.hover((4, 1), None) == b"HOVR\x04\x01"
+
+
+def test_each_packet_is_read_from_a_window_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """256 KiB of 4-byte packets in one read (asyncio's largest) cost no copy of the rest
+    of the read for each packet: each is read from at most MAX_PACKET bytes."""
+    seen: list[int] = []
+    read = p._read
+
+    def spy(buf: bytes) -> object:
+        seen.append(len(buf))
+        return read(buf)
+
+    monkeypatch.setattr(p, "_read", spy)
+    reader = p.PacketReader()
+    packets = reader.feed(b"PASS" * 65536 + b"PLAY\x04")
+    assert len(packets) == 65536 and reader.pending
+    assert reader.feed(b"\x01\x04\x03") == [p.Play((4, 1), (4, 3))]
+    assert max(seen) <= p.MAX_PACKET
