@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import cast
 
 from ajedrez.binproto import packets as p
 from ajedrez.binproto import session as s
@@ -53,7 +54,7 @@ class BinaryConnection(TableConnection):
             log.info("%s sent an unknown packet type %r; closing", self.who(), item.head)
             await self.run([Close()])
             return
-        steps = self.session.receive(item)  # type: ignore[arg-type]  # the reader's packets
+        steps = self.session.receive(cast(p.Packet, item))  # the reader's, queued
         first = steps[0] if steps else None
         if isinstance(first, Send) and first.lines[0].startswith(_REFUSED):
             answer = first.lines[0]
