@@ -14,6 +14,7 @@ import logging
 from collections.abc import Sequence
 from typing import cast
 
+from ajedrez.binproto import codes as c
 from ajedrez.binproto import packets as p
 from ajedrez.binproto import session as s
 from ajedrez.domain.timecontrol import control_name, parse_control
@@ -58,7 +59,7 @@ class BinaryConnection(TableConnection):
         first = steps[0] if steps else None
         if isinstance(first, Send) and first.lines[0].startswith(_REFUSED):
             answer = first.lines[0]
-            if answer != p.name_answer(1):
+            if answer != p.name_answer(c.ACCEPTED):
                 said = f"{answer[:4].decode()} {answer[4]}" if len(answer) > 4 else "DENY"
                 log.info("%s: %s refused: %s", self.who(), type(item).__name__, said)
         await self.run(steps)

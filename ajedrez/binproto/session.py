@@ -21,6 +21,7 @@ from ajedrez.binproto import packets as p
 from ajedrez.domain import event_kinds as ev
 from ajedrez.domain.errors import Failure
 from ajedrez.domain.events import StoredEvent
+from ajedrez.domain.live import CHAT_MAX
 from ajedrez.domain.move_faults import fault_of, move_of, on_board, targets
 from ajedrez.domain.positions import START_FEN, Standing, position_after, standing, turn
 from ajedrez.domain.rules import move_from_uci
@@ -43,7 +44,6 @@ from ajedrez.service.tables import (
 )
 
 MAX_NAME = 32  # the service's longest user name
-MAX_CHAT = 500  # characters in a message, as ESPOL's CHAT
 MAX_GAME_ID = 2**31 - 1  # the largest game id the database holds
 
 # -- steps of its own ----------------------------------------------------------------------
@@ -106,7 +106,7 @@ def chat_text(raw: bytes) -> str | None:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if not 1 <= len(text) <= MAX_CHAT or any(unstorable(ch) for ch in text):
+    if not 1 <= len(text) <= CHAT_MAX or any(unstorable(ch) for ch in text):
         return None
     return text
 
