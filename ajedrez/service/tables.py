@@ -179,6 +179,8 @@ class TableConnection(asyncio.Protocol):
         self.closing = False
         self.joined = False
         self.write_paused = False
+        self.writable = asyncio.Event()  # set unless the client does not read
+        self.writable.set()
         self.reading_paused = False
         self.last_active = self.loop.time()
         self.player: Player | None = None
@@ -218,7 +220,9 @@ class TableConnection(asyncio.Protocol):
 
     @property
     def idle(self) -> bool:
-        return not self.busy and self.queue.empty()
+        """Nothing runs or waits; or the client reads nothing, and whatever waits for it
+        cannot go on."""
+        return self.write_paused or (not self.busy and self.queue.empty())
 
     def who(self) -> str:
         return f"{self.session.who()}@{self.peer}"
@@ -233,12 +237,14 @@ class TableConnection(asyncio.Protocol):
         now, not when the transport is gone (a TLS close may wait on the client)."""
         self.closing = True
         self.queue.put_nowait(_CLOSED)
+        self.writable.set()  # a worker waiting for the client to read goes on, to leave
         if self.transport is not None:
             self.transport.close()
 
     def abort(self) -> None:
         self.closing = True
         self.queue.put_nowait(_CLOSED)
+        self.writable.set()
         if self.transport is not None:
             self.transport.abort()
 
@@ -289,16 +295,23 @@ class TableConnection(asyncio.Protocol):
             self.gate.clear_grace()
             self.gate.drop()
         self.queue.put_nowait(_CLOSED)
+        self.writable.set()
         if self.worker is None and self.joined:
             self._gone()
 
     def pause_writing(self) -> None:
+        """The client does not read what it was sent: take nothing more from it, and
+        answer nothing more, until it does (or the idle timeout closes it)."""
         self.write_paused = True
+        self.writable.clear()
+        self.flow()
 
     def resume_writing(self) -> None:
         self.write_paused = False
+        self.writable.set()
         if self.stream is not None:
             self.stream.writable()
+        self.flow()
 
     # -- the event stream ------------------------------------------------------------------
 
@@ -322,6 +335,9 @@ class TableConnection(asyncio.Protocol):
                 self.flow()
                 if item is _CLOSED or self.closing:
                     break
+                await self.writable.wait()
+                if self.closing:
+                    break
                 if self.host.stopping:
                     self.close()
                     break
@@ -335,6 +351,9 @@ class TableConnection(asyncio.Protocol):
                     self.busy = False
                 if self.host.stopping:
                     break
+                # Other connections' turn: a read full of packets is answered a packet
+                # a turn of the loop, never all at once.
+                await asyncio.sleep(0)
         except Exception:
             log.exception("connection %s ended by an internal error", self.who())
             self.abort()
@@ -446,7 +465,7 @@ class TableConnection(asyncio.Protocol):
     def flow(self) -> None:
         if self.transport is None or self.closing:
             return
-        waiting = self.queue.qsize() > INPUT_AHEAD
+        waiting = self.queue.qsize() > INPUT_AHEAD or self.write_paused
         if waiting and not self.reading_paused:
             self.reading_paused = True
             self.transport.pause_reading()
@@ -480,6 +499,10 @@ class TableConnection(asyncio.Protocol):
             self._last_word("name_lost", "its name lapsed to another connection")
 
     def _last_word(self, why: str, reason: str) -> None:
+        if self.write_paused:  # what waits for it would never leave: no last word
+            log.info("closing %s: %s, not reading", self.who(), reason)
+            self.abort()
+            return
         log.info("closing %s: %s", self.who(), reason)
         self.write(self.words(why))
         self.close()
