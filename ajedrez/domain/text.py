@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
+
+# Characters no stored text may hold: control (a NUL cannot be stored in a PostgreSQL
+# text column; a TAB shifts the admin's columns), format (U+202E reverses what follows
+# it, zero-width ones hide text), line and paragraph separators: each would let a text
+# forge a row of a listing.
+_UNSTORED = ("Cc", "Cf", "Zl", "Zp")
+
 
 def shown(value: str) -> str:
     """A client-supplied value fit for a one-line reason: no control characters, short."""
@@ -21,3 +29,8 @@ def escaped(text: str) -> str:
 def _escape(c: str) -> str:
     code = ord(c)
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def unstorable(c: str) -> bool:
+    """Is the character ``c`` one no stored text (a comment, a chat message) may hold?"""
+    return unicodedata.category(c) in _UNSTORED

@@ -4,7 +4,6 @@ ValueError with a reason a person can act on."""
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from ajedrez.domain import text, values
 from ajedrez.domain.timecontrol import parse_control
@@ -22,7 +21,6 @@ _DIGITS = re.compile(r"[0-9]+")
 _JUGADA = re.compile(r"[a-h][1-8][a-h][1-8]")
 _POSICION = re.compile(r"[0-9]{4}")
 _FORBIDDEN = (":", "\r", "\n")
-_UNSTORED = ("Cc", "Cf", "Zl", "Zp")  # control, format, line and paragraph separators
 FECHA_WIDTH = 11
 MAX_PLY = 100_000  # far beyond any legal game (the 75-move rule ends one long before)
 
@@ -41,7 +39,7 @@ def comentario(value: str) -> str:
     if len(value) > 200:
         raise ValueError("invalid comment: at most 200 characters")
     for c in value:
-        if c in _FORBIDDEN or unicodedata.category(c) in _UNSTORED:
+        if c in _FORBIDDEN or text.unstorable(c):
             raise ValueError(
                 f"invalid comment: '{escaped(c)}' is not allowed (no ':', CR, LF, nor any "
                 "control, format or line-separator character: TAB, U+202E, zero-width ones)"
@@ -193,7 +191,7 @@ def texto(value: str) -> str:
     if not 1 <= len(value) <= MAX_CHAT:
         raise ValueError(f"invalid message: 1-{MAX_CHAT} characters, got {len(value)}")
     for c in value:
-        if c in "\r\n" or unicodedata.category(c) in _UNSTORED:
+        if c in "\r\n" or text.unstorable(c):
             raise ValueError(
                 f"invalid message: '{escaped(c)}' is not allowed (no control, format or "
                 "line-separator character: TAB, U+202E, zero-width ones)"

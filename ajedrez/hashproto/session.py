@@ -33,63 +33,21 @@ from ajedrez.domain.values import BLACK, WHITE, game_name, other_color
 from ajedrez.domain.views import ClockStatus, GameStatus, MoveRecord
 from ajedrez.hashproto import texts as t
 from ajedrez.hashproto.wire import Message, encode
+from ajedrez.service import tables
+from ajedrez.service.tables import (
+    Close,
+    ConfirmSeat,
+    Identify,
+    Play,
+    Resign,
+    Seek,
+    Send,
+    Table,
+    Watch,
+    begun_seat,
+)
 
-# -- steps -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Send:
-    lines: tuple[bytes, ...]
-
-
-@dataclass(frozen=True)
-class Close:
-    """End the connection once the lines sent so far have left."""
-
-
-@dataclass(frozen=True)
-class Identify:
-    """Give the connection the name ``name``: a guest's, or with ``password`` the
-    account's (answer: ``identified``)."""
-
-    name: str
-    password: str | None
-
-
-@dataclass(frozen=True)
-class Seek:
-    """Seek a game (answer: ``sought``, with the game when it paired at once)."""
-
-
-@dataclass(frozen=True)
-class ConfirmSeat:
-    """Is ``game_id``, begun while the seek waited, the seek's game? It is if it is in
-    play and, for an account, the seek is gone (an account may begin games elsewhere, by
-    an ESPOL challenge). (answer: ``confirmed``)"""
-
-    game_id: int
-    color: str
-    white: str
-    black: str
-
-
-@dataclass(frozen=True)
-class Watch:
-    """Observe the game (answer: ``watching``, with its status and moves)."""
-
-    game_id: int
-
-
-@dataclass(frozen=True)
-class Play:
-    game_id: int
-    move: MoveRecord
-
-
-@dataclass(frozen=True)
-class Resign:
-    game_id: int
-    opponent: str
+# -- steps: the tables' (service/tables.py), and the protocol's own ----------------------
 
 
 @dataclass(frozen=True)
@@ -108,26 +66,8 @@ class ListGames:
 
 
 # What the session asks of the service, and every step.
-Asked = Identify | Seek | ConfirmSeat | Watch | Play | Resign | History | Clocks | ListGames
+Asked = tables.Asked | History | Clocks | ListGames
 Step = Send | Close | Asked
-
-
-@dataclass
-class Table:
-    """The connection's game: its role in it (B, N or E), and the position it was last
-    told of."""
-
-    game_id: int
-    role: str
-    white: str
-    black: str
-    fen: str = START_FEN
-    ply: int = 0  # moves played
-    over: bool = False
-
-    @property
-    def opponent(self) -> str:
-        return self.black if self.role == WHITE else self.white
 
 
 def line(*fields: str) -> bytes:
@@ -328,6 +268,12 @@ class Session:
                 return nok(t.INVALID_GAME)
         return nok(t.REFUSALS[failure.kind])
 
+    def server_error(self, asked: Asked) -> list[Step]:
+        """The database could not do the work; nothing was done."""
+        if isinstance(asked, Identify):
+            self.intent = None
+        return nok(t.SERVER_ERROR)
+
     # -- the player's events -----------------------------------------------------------------
 
     def event(self, event: StoredEvent) -> list[Step]:
@@ -358,11 +304,8 @@ class Session:
         return []
 
     def _begun(self, event: StoredEvent) -> list[Step]:
-        white, black = str(event.fields["blancas"]), str(event.fields["negras"])
-        if self.name not in (white, black) or event.game_id is None:
-            return []
-        color = WHITE if self.name == white else BLACK
-        return [ConfirmSeat(event.game_id, color, white, black)]
+        seat = begun_seat(event, self.name)
+        return [] if seat is None else [seat]
 
     def _seat(self, game_id: int, color: str, white: str, black: str) -> list[Step]:
         self.waiting = False

@@ -56,21 +56,30 @@ class MessageBuffer:
     def feed(self, data: bytes) -> list[bytes | Overlong]:
         """The messages ``data`` completes, in order (blank lines skipped); OVERLONG for
         one over the limit, after which nothing more is read (the connection ends)."""
-        self._buffer += data
+        buf = self._buffer + data
         out: list[bytes | Overlong] = []
+        # Where the next message starts, and the next LF and '##' at or after it: each
+        # searched for again only once passed, and the buffer cut once, after the loop,
+        # so that a read full of short messages costs time in proportion to its length.
+        at = 0
+        line_end, boundary = buf.find(b"\n"), buf.find(b"##")
         while True:
-            line_end = self._buffer.find(b"\n")
-            boundary = self._buffer.find(b"##")
+            if 0 <= line_end < at:
+                line_end = buf.find(b"\n", at)
+            if 0 <= boundary < at:
+                boundary = buf.find(b"##", at)
             if boundary >= 0 and (line_end < 0 or boundary < line_end):
-                message, self._buffer = self._buffer[: boundary + 1], self._buffer[boundary + 1 :]
+                message, at = buf[at : boundary + 1], boundary + 1
             elif line_end >= 0:
-                message, self._buffer = self._buffer[:line_end], self._buffer[line_end + 1 :]
+                message, at = buf[at:line_end], line_end + 1
             else:
                 break
             if len(message) > self.max_message:
+                self._buffer = buf[at:]
                 return [*out, OVERLONG]
             if message.strip():
                 out.append(message)
+        self._buffer = buf[at:]
         if len(self._buffer) > self.max_message:
             self._buffer = b""
             out.append(OVERLONG)

@@ -17,6 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ajedrez import __version__
+from ajedrez.binproto.connection import frontend as binary_frontend
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.games import Games
@@ -92,12 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as e:
         log.error("cannot load the TLS certificate or key: %s", _one_line(e))
         return 1
-    if tls is not None and settings.tls_port is None and settings.hash_tls_port is None:
+    tls_ports = (settings.tls_port, settings.hash_tls_port, settings.binary_tls_port)
+    if tls is not None and all(port is None for port in tls_ports):
         log.error("--tls-cert and --tls-key need --tls-port")
         return 1
-    if tls is None and settings.hash_tls_port is not None:
-        log.error("--hash-tls-port needs --tls-cert and --tls-key")
-        return 1
+    for flag, port in (("hash", settings.hash_tls_port), ("binary", settings.binary_tls_port)):
+        if tls is None and port is not None:
+            log.error("--%s-tls-port needs --tls-cert and --tls-key", flag)
+            return 1
     try:
         time = _time(settings)
     except (OSError, ValueError) as e:
@@ -425,7 +428,7 @@ def _served(
     settings: Settings, tls: ssl.SSLContext | None
 ) -> list[tuple[str, Frontend, int, ssl.SSLContext | None]]:
     """(kind, front end, port, TLS) of each listener the settings ask for: ESPOL's, then
-    the `#` protocol's (docs/dialects.md)."""
+    the `#` protocol's and the binary protocol's (docs/dialects.md)."""
     served: list[tuple[str, Frontend, int, ssl.SSLContext | None]] = [
         ("plain", Connection, settings.port, None)
     ]
@@ -436,6 +439,11 @@ def _served(
         served.append(("hash", hash_protocol, settings.hash_port, None))
     if tls is not None and settings.hash_tls_port is not None:
         served.append(("hash-tls", hash_protocol, settings.hash_tls_port, tls))
+    binary_protocol = binary_frontend(settings.binary_time_control)
+    if settings.binary_port is not None:
+        served.append(("binary", binary_protocol, settings.binary_port, None))
+    if tls is not None and settings.binary_tls_port is not None:
+        served.append(("binary-tls", binary_protocol, settings.binary_tls_port, tls))
     return served
 
 
@@ -445,13 +453,15 @@ _LISTENING = {
     "tls": "listening with TLS on",
     "hash": "# protocol (seed 000) listening on",
     "hash-tls": "# protocol (seed 000) listening with TLS on",
+    "binary": "binary protocol (seed 004) listening on",
+    "binary-tls": "binary protocol (seed 004) listening with TLS on",
 }
 
 
 def _log_listening(listeners: list[tuple[str, str, int]]) -> None:
     for kind, host, port in listeners:
         log.info("ajedrez %s %s %s:%d", __version__, _LISTENING[kind], host, port)
-        if kind in ("plain", "hash") and not _is_loopback(host):
+        if kind in ("plain", "hash", "binary") and not _is_loopback(host):
             log.warning(
                 "passwords cross the network in clear on %s:%d; give clients the TLS "
                 "listener (--tls-cert, --tls-key, --tls-port) instead",

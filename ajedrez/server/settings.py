@@ -99,6 +99,10 @@ class Settings:
     hash_port: int | None = None
     hash_tls_port: int | None = None
     hash_time_control: str = "10m"
+    # The binary protocol of seed 004 (docs/dialects.md): the same, on ports of its own.
+    binary_port: int | None = None
+    binary_tls_port: int | None = None
+    binary_time_control: str = "10m"
     # The HTTP listener for /healthz and /metrics (monitor.py): off unless a port is set.
     metrics_port: int | None = None
     metrics_host: str = DEFAULT_HOST
@@ -158,7 +162,7 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
         raise SettingsError(f"event_loop must be one of {', '.join(loops.EVENT_LOOPS)}")
     if not loops.available(settings.event_loop):
         raise SettingsError(f"event_loop {settings.event_loop}: that package is not installed")
-    for name in ("default_time_control", "hash_time_control"):
+    for name in ("default_time_control", "hash_time_control", "binary_time_control"):
         try:
             parse_control(getattr(settings, name))
         except ValueError as e:
@@ -327,6 +331,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--hash-time-control",
         help=f"the time control of the # protocol's tables ({d.hash_time_control})",
+    )
+    p.add_argument(
+        "--binary-port",
+        type=int,
+        help="serve the binary protocol of seed 004 (docs/dialects.md) on this port (off "
+        "unless set; 0 = any free)",
+    )
+    p.add_argument(
+        "--binary-tls-port",
+        type=int,
+        help="serve the binary protocol over TLS on this port (needs --tls-cert/--tls-key)",
+    )
+    p.add_argument(
+        "--binary-time-control",
+        help=f"the time control of the binary protocol's tables ({d.binary_time_control})",
     )
     p.add_argument(
         "--metrics-port",

@@ -20,10 +20,13 @@ LAYERS: dict[str, tuple[Path, frozenset[str]]] = {
     "service": (ROOT / "ajedrez/service", frozenset({"domain", "store", "service"})),
     "espol": (ROOT / "ajedrez/espol", frozenset({"domain", "service", "espol"})),
     "hashproto": (ROOT / "ajedrez/hashproto", frozenset({"domain", "service", "hashproto"})),
+    "binproto": (ROOT / "ajedrez/binproto", frozenset({"domain", "service", "binproto"})),
     "client": (ROOT / "ajedrez/client", frozenset({"domain", "espol", "client"})),
     "server": (
         ROOT / "ajedrez/server",
-        frozenset({"domain", "store", "service", "espol", "hashproto", "server", "migrations"}),
+        frozenset(
+            {"domain", "store", "service", "espol", "hashproto", "binproto", "server", "migrations"}
+        ),
     ),
 }
 # Modules at the package's top (``ajedrez/__init__.py``, ``__main__.py``) and their kin.
@@ -36,6 +39,7 @@ FORBIDDEN_THIRD_PARTY = {
     "domain": {"sqlalchemy", "asyncio", "psycopg", "uvloop", "prometheus_client"},
     "espol": {"sqlalchemy", "psycopg"},
     "hashproto": {"sqlalchemy", "psycopg"},
+    "binproto": {"sqlalchemy", "psycopg"},
     "client": {"sqlalchemy", "psycopg"},
 }
 

@@ -45,6 +45,7 @@ def test_settings_precedence_command_line_over_file_over_defaults(tmp_path: Path
         ('tls_cert = "a.pem"\n', "go together"),
         ("metrics_max_connections = 0\n", "metrics_max_connections must be at least 1"),
         ("metrics_request_timeout = 0\n", "metrics_request_timeout must be above 0"),
+        ('binary_time_control = "soon"\n', "binary_time_control"),
     ],
 )
 def test_bad_settings_file_is_refused(tmp_path: Path, text: str, message: str) -> None:
@@ -66,6 +67,19 @@ def test_server_refuses_a_bad_config_file_in_one_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == ["ajedrez-server: unknown setting(s): colour"]
+
+
+@pytest.mark.parametrize("flag", ["--hash-tls-port", "--binary-tls-port"])
+def test_a_seed_tls_listener_needs_the_certificate(tmp_path: Path, flag: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ajedrez", "--database-url", f"sqlite:///{tmp_path}/x", flag, "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert f"{flag} needs --tls-cert and --tls-key" in done.stderr
 
 
 def test_server_reads_its_config_file(tmp_path: Path, database_url: str) -> None:

@@ -4,6 +4,8 @@ message's length, what is not a message, and the server's lines."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from ajedrez.hashproto.wire import (
@@ -85,3 +87,14 @@ def test_encode() -> None:
     assert encode("NOK", "Movimiento inválido") == "#NOK#Movimiento inválido#\n".encode()
     # Nothing inside a field can split the message.
     assert encode("OK", "a#b\r\nc") == b"#OK#a?b  c#\n"
+
+
+def test_a_read_full_of_short_messages_takes_time_in_proportion() -> None:
+    """256 KiB of short messages in one read (asyncio's largest): the buffer is not
+    copied, nor searched again from its start, for each message (that took half a
+    minute of the loop's time)."""
+    buffer = MessageBuffer()
+    started = time.perf_counter()
+    got = buffer.feed(b"#A#\n" * 32768 + b"#B##C#" * 16384 + b"#D")
+    assert len(got) == 32768 + 2 * 16384 and got[-1] == b"#C#" and buffer.pending
+    assert time.perf_counter() - started < 5.0
