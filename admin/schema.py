@@ -119,6 +119,7 @@ LOSSES: dict[str, tuple[Loss, ...]] = {
             "guests (kept as closed accounts)",
         ),
     ),
+    "0012": (Loss("SELECT count(*) FROM blocks", "block", "blocks"),),
 }
 
 

@@ -135,7 +135,8 @@ class ObserveRefused(ProtocolFailure):
 
 
 class ChatRate(ProtocolFailure):
-    """847 F_CHATRATE: too many messages lately; ``reason`` says when to try again."""
+    """847 F_RATE: too many messages (CHAT), or requests that notify other users,
+    lately; ``reason`` says when to try again."""
 
 
 class SeekExists(ProtocolFailure):
@@ -178,7 +179,7 @@ _FAILURES: dict[int, type[ProtocolFailure]] = {
     Reply.F_LEAVE: LeaveRefused,
     Reply.F_PRIVATE: PrivateGame,
     Reply.F_OBSERVE: ObserveRefused,
-    Reply.F_CHATRATE: ChatRate,
+    Reply.F_RATE: ChatRate,
     Reply.F_SEEKEXISTS: SeekExists,
     Reply.F_NOSEEK: NoSeek,
     Reply.F_TAKEBACK: TakebackRefused,

@@ -55,6 +55,10 @@ class Limits:
     max_pending_subscriptions: int = 1000  # requests waiting for the administrator, in all
     max_pending_per_address: int = 3  # ... and from one client address
     max_guests_per_address: int = 16  # guests of the seed listeners held from one address
+    # Requests that make an event for another user (JUEG, DECL, OBSV, OBSF, LICE I/F,
+    # TBLS, ATRS, BUSC, BLOQ, BLOR), per account: a burst, then so many a second.
+    events_burst: int = 20
+    events_per_second: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,10 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
     for name in ("clock_poll", "event_heartbeat"):
         if getattr(settings, name) <= 0:
             raise SettingsError(f"setting {name} must be above 0")
+    if limits.events_burst < 1:
+        raise SettingsError("setting events_burst must be at least 1")
+    if limits.events_per_second <= 0:
+        raise SettingsError("setting events_per_second must be above 0")
     if bool(settings.tls_cert) != bool(settings.tls_key):
         raise SettingsError("tls_cert and tls_key go together")
     return replace(settings, limits=limits)
@@ -349,6 +357,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         ("max_pending_subscriptions", "subscription requests pending in all"),
         ("max_pending_per_address", "subscription requests pending from one address"),
         ("max_guests_per_address", "guests of the seed listeners from one address at once"),
+        ("events_burst", "requests notifying other users one account may send at once"),
+        ("events_per_second", "such requests an account may send a second past its burst"),
     ):
         default = getattr(lim, name)
         kind = type(default)

@@ -233,7 +233,7 @@ def test_live_commands_send_their_lines_and_read_their_answers():
             "OBSV:P0000003": encode_reply(Reply.F_PRIVATE, "P0000003 is private"),
             "OBSF:P0000003": encode_reply(Reply.F_OBSERVE, "you do not observe P0000003"),
             "CHAT:P0000002:good luck: have fun": encode_reply(Reply.S_CHAT),
-            "CHAT:P0000002:again": encode_reply(Reply.F_CHATRATE, "try again in 20 s"),
+            "CHAT:P0000002:again": encode_reply(Reply.F_RATE, "try again in 20 s"),
             "CHLE:P0000002:00000000000": b"".join(
                 encode_records(
                     Reply.S_CHLE,
