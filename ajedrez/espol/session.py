@@ -83,6 +83,7 @@ class Session:
         self.address = address  # the client's host alone, for the login throttle
         self.pending_user: str | None = None
         self.caller: Caller | None = None
+        self._counted = False  # the running command was counted by the event limit
         self._handlers: dict[str, Callable[..., Outcome]] = {
             name: getattr(self, f"do_{name}") for name in SPECS
         }
@@ -136,6 +137,7 @@ class Session:
 
     def _run(self, name: str, args: list[Any]) -> Outcome:
         """Run a command, again if the database rolled it back to break a deadlock."""
+        self._counted = False
         return self.service.retrying(partial(self._handlers[name], *args), name, self.who)
 
     def login_attempt(self, raw: bytes) -> str | None:
@@ -172,8 +174,11 @@ class Session:
 
     def _notifies(self, operation: str) -> None:
         """The command makes an event for another user: counted against the caller's
-        account (``Service.limit_events``), 847 past the limit."""
-        self.service.limit_events(self._me, operation)
+        account (``Service.limit_events``), 847 past the limit; once, though the
+        database may roll it back and it run again."""
+        if not self._counted:
+            self._counted = True
+            self.service.limit_events(self._me, operation)
 
     @property
     def _me(self) -> Caller:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
+from ajedrez.domain.errors import TransientStorageError
 from ajedrez.service.ratelimit import TokenBucket
 from tests.support.clock import SECOND_MS, FakeClock
 from tests.support.common import PASSWORD
@@ -86,6 +87,25 @@ def test_every_session_of_an_account_shares_its_budget(user, enter):
     sessions = [enter(a) for _ in range(BURST + 1)]
     codes = [c.code(f"DECL:{b}") for c in sessions]  # 822: nothing to decline, but counted
     assert codes == [822] * BURST + [847]
+
+
+def test_a_command_run_again_after_a_rollback_is_counted_once(user, enter, monkeypatch):
+    a, b = user("a"), user("b")
+    c = enter(a)
+    games = c.session.games
+    challenge = games.challenge
+    rolled_back: list[int] = []
+
+    def deadlocked_once(*args: object) -> None:
+        if not rolled_back:
+            rolled_back.append(1)
+            raise TransientStorageError("deadlock detected")
+        challenge(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(games, "challenge", deadlocked_once)
+    assert c.code(f"JUEG:{b}") == 200 and rolled_back == [1]
+    codes = [c.code(f"DECL:{b}") for _ in range(BURST)]
+    assert codes == [213] + [822] * (BURST - 2) + [847], codes
 
 
 NOTIFYING = [
