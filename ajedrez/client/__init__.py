@@ -6,6 +6,7 @@ framing, field syntax, records), which the server shares.
 """
 
 from ajedrez.client.errors import (
+    BlocksFull,
     ChatRate,
     ClientError,
     ConnectionLost,
@@ -20,6 +21,8 @@ from ajedrez.client.errors import (
     NoSeek,
     NoSuchGame,
     NoSuchUser,
+    NotAccepted,
+    NotBlocked,
     NotEspol,
     NotYourTurn,
     ObserveRefused,
@@ -64,6 +67,7 @@ __all__ = [
     "BLACK",
     "DEFAULT_PORT",
     "WHITE",
+    "BlocksFull",
     "Challenger",
     "Changes",
     "ChatMessage",
@@ -88,6 +92,8 @@ __all__ = [
     "NoSeek",
     "NoSuchGame",
     "NoSuchUser",
+    "NotAccepted",
+    "NotBlocked",
     "NotEspol",
     "NotYourTurn",
     "ObserveRefused",

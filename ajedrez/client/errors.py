@@ -139,6 +139,19 @@ class ChatRate(ProtocolFailure):
     lately; ``reason`` says when to try again."""
 
 
+class NotAccepted(ProtocolFailure):
+    """851 F_NOTACCEPTED: a block between the caller and the other user forbids it
+    (JUEG, CHAT, OBSV); ``reason`` says what is refused."""
+
+
+class NotBlocked(ProtocolFailure):
+    """852 F_NOBLOCK: BLOR of a user the caller does not block."""
+
+
+class BlocksFull(ProtocolFailure):
+    """853 F_BLOCKFULL: BLOQ when the caller blocks as many users as allowed."""
+
+
 class SeekExists(ProtocolFailure):
     """848 F_SEEKEXISTS: BUSC for a time control the caller already seeks."""
 
@@ -183,6 +196,9 @@ _FAILURES: dict[int, type[ProtocolFailure]] = {
     Reply.F_SEEKEXISTS: SeekExists,
     Reply.F_NOSEEK: NoSeek,
     Reply.F_TAKEBACK: TakebackRefused,
+    Reply.F_NOTACCEPTED: NotAccepted,
+    Reply.F_NOBLOCK: NotBlocked,
+    Reply.F_BLOCKFULL: BlocksFull,
 }
 
 
