@@ -21,7 +21,15 @@ from collections.abc import Callable, Mapping
 from importlib import metadata
 from typing import TextIO
 
-from ajedrez.client.account_commands import cmd_config, cmd_leave, cmd_subscribe, cmd_unsubscribe
+from ajedrez.client.account_commands import (
+    cmd_block,
+    cmd_blocked,
+    cmd_config,
+    cmd_leave,
+    cmd_subscribe,
+    cmd_unblock,
+    cmd_unsubscribe,
+)
 from ajedrez.client.app import (
     EXIT_FAILED,
     EXIT_NOT_ESPOL,
@@ -270,6 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="with start: N days (default: every leave day left this year)",
     )
+    p = add("block", cmd_block, "block a user: no challenges, chat, pairing or observing")
+    p.add_argument("target", metavar="USER")
+    p = add("unblock", cmd_unblock, "unblock a user")
+    p.add_argument("target", metavar="USER")
+    p = add("blocked", cmd_blocked, "the users you block")
     p = add("ranking", cmd_ranking, "the ten players with most wins (as of the last sync)")
     sync_flag(p)
     p = add("players", cmd_players, "the players you can challenge (as of the last sync)")

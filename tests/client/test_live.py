@@ -350,6 +350,19 @@ def test_chat_between_players(machine, new_user):
 # -- seeks and hints ---------------------------------------------------------------------
 
 
+def test_block_unblock_and_blocked(machine, new_user):
+    ana, bob = new_user("ana"), new_user("bob")
+    a, b = machine(ana), machine(bob)
+    assert a("blocked").out.strip() == "You block nobody."
+    assert f"{bob} is blocked" in a("block", bob).out
+    assert a("blocked").out.strip() == bob
+    refused = b.fail("challenge", ana, rc=1).err
+    assert "851" in refused and "block" not in refused
+    assert a("unblock", bob).out.strip() == f"{bob} is no longer blocked."
+    assert "you do not block" in a.fail("unblock", bob, rc=1).err
+    assert "814" in a.fail("block", "nobody-of-that-name", rc=1).err
+
+
 def test_seek_waits_pairs_and_withdraws(machine, new_user):
     ana, bob, carl = new_user("ana"), new_user("bob"), new_user("carl")
     a, b, c = machine(ana), machine(bob), machine(carl)
