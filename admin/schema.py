@@ -121,6 +121,7 @@ LOSSES: dict[str, tuple[Loss, ...]] = {
     ),
     # white_offer_ply/black_offer_ply: the older release does not limit renewed offers.
     "0012": (),
+    "0013": (Loss("SELECT count(*) FROM blocks", "block", "blocks"),),
 }
 
 

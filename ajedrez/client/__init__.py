@@ -6,6 +6,7 @@ framing, field syntax, records), which the server shares.
 """
 
 from ajedrez.client.errors import (
+    BlocksFull,
     ChatRate,
     ClientError,
     ConnectionLost,
@@ -19,6 +20,8 @@ from ajedrez.client.errors import (
     NoSeek,
     NoSuchGame,
     NoSuchUser,
+    NotAccepted,
+    NotBlocked,
     NotEspol,
     NotYourTurn,
     ObserveRefused,
@@ -63,6 +66,7 @@ __all__ = [
     "BLACK",
     "DEFAULT_PORT",
     "WHITE",
+    "BlocksFull",
     "Challenger",
     "Changes",
     "ChatMessage",
@@ -86,6 +90,8 @@ __all__ = [
     "NoSeek",
     "NoSuchGame",
     "NoSuchUser",
+    "NotAccepted",
+    "NotBlocked",
     "NotEspol",
     "NotYourTurn",
     "ObserveRefused",

@@ -9,7 +9,7 @@ from ajedrez.client.app import EXIT_OK, EXIT_USAGE, App, CliError
 from ajedrez.client.cache import cache_path
 from ajedrez.client.clocks import days_hours, when
 from ajedrez.client.config import ConfigError, parse_server, save_config
-from ajedrez.client.errors import LeaveRefused, NameTaken, NoSuchUser, host_port
+from ajedrez.client.errors import LeaveRefused, NameTaken, NoSuchUser, NotBlocked, host_port
 from ajedrez.client.protocol import LEAVE_END, LEAVE_START, LEAVE_STATUS, MAX_LEAVE_DAYS
 from ajedrez.client.sync import sync_game
 
@@ -133,6 +133,33 @@ def cmd_move_data(app: App) -> int:
     with suppress(OSError):
         source.parent.rmdir()  # only if empty: another user's data may be there
     app.say(f"Moved the local data of {app.user} from {host_port(host, port)} to {s.server}.")
+    return EXIT_OK
+
+
+def cmd_block(app: App) -> int:
+    user = app.args.target
+    with app.session() as client:
+        client.bloq(user)
+    app.say(f"{user} is blocked: no challenges, chat, pairing or observing from them.")
+    app.say(f"Your games with {user} go on. `ajedrez unblock {user}` undoes it.")
+    return EXIT_OK
+
+
+def cmd_unblock(app: App) -> int:
+    user = app.args.target
+    with app.session() as client:
+        try:
+            client.blor(user)
+        except NotBlocked as e:
+            raise CliError(f"you do not block {user} ({e.code} {e.name})") from None
+    app.say(f"{user} is no longer blocked.")
+    return EXIT_OK
+
+
+def cmd_blocked(app: App) -> int:
+    with app.session() as client:
+        names = client.blol()
+    app.say("\n".join(names) if names else "You block nobody.")
     return EXIT_OK
 
 

@@ -22,10 +22,13 @@ from importlib import metadata
 from typing import TextIO
 
 from ajedrez.client.account_commands import (
+    cmd_block,
+    cmd_blocked,
     cmd_config,
     cmd_leave,
     cmd_move_data,
     cmd_subscribe,
+    cmd_unblock,
     cmd_unsubscribe,
 )
 from ajedrez.client.app import (
@@ -277,6 +280,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="with start: N days (default: every leave day left this year)",
     )
+    p = add("block", cmd_block, "block a user: no challenges, chat, pairing or observing")
+    p.add_argument("target", metavar="USER")
+    p = add("unblock", cmd_unblock, "unblock a user")
+    p.add_argument("target", metavar="USER")
+    p = add("blocked", cmd_blocked, "the users you block")
     p = add("ranking", cmd_ranking, "the ten players with most wins (as of the last sync)")
     sync_flag(p)
     p = add("players", cmd_players, "the players you can challenge (as of the last sync)")

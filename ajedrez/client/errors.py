@@ -144,7 +144,21 @@ class ObserveRefused(ProtocolFailure):
 
 
 class ChatRate(ProtocolFailure):
-    """847 F_CHATRATE: too many messages lately; ``reason`` says when to try again."""
+    """847 F_RATE: too many messages (CHAT), or requests that notify other users,
+    lately; ``reason`` says when to try again."""
+
+
+class NotAccepted(ProtocolFailure):
+    """851 F_NOTACCEPTED: a block between the caller and the other user forbids it
+    (JUEG, CHAT, OBSV); ``reason`` says what is refused."""
+
+
+class NotBlocked(ProtocolFailure):
+    """852 F_NOBLOCK: BLOR of a user the caller does not block."""
+
+
+class BlocksFull(ProtocolFailure):
+    """853 F_BLOCKFULL: BLOQ when the caller blocks as many users as allowed."""
 
 
 class SeekExists(ProtocolFailure):
@@ -186,10 +200,13 @@ _FAILURES: dict[int, type[ProtocolFailure]] = {
     Reply.F_LEAVE: LeaveRefused,
     Reply.F_PRIVATE: PrivateGame,
     Reply.F_OBSERVE: ObserveRefused,
-    Reply.F_CHATRATE: ChatRate,
+    Reply.F_RATE: ChatRate,
     Reply.F_SEEKEXISTS: SeekExists,
     Reply.F_NOSEEK: NoSeek,
     Reply.F_TAKEBACK: TakebackRefused,
+    Reply.F_NOTACCEPTED: NotAccepted,
+    Reply.F_NOBLOCK: NotBlocked,
+    Reply.F_BLOCKFULL: BlocksFull,
 }
 
 

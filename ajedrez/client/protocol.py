@@ -671,6 +671,18 @@ class Client:
     def decl(self, user: str) -> None:
         self.request("DECL", user)
 
+    def bloq(self, user: str) -> None:
+        """Block ``user``: no challenges, chat, pairing or observing from them."""
+        self.request("BLOQ", user)
+
+    def blor(self, user: str) -> None:
+        """Unblock ``user`` (:class:`NotBlocked` when not blocked)."""
+        self.request("BLOR", user)
+
+    def blol(self) -> list[str]:
+        """The users the caller blocks, sorted by name."""
+        return self.request("BLOL").records()
+
     def srnk(self) -> list[RankEntry]:
         return [parse_rank_entry(r) for r in self.request("SRNK").records()]
 

@@ -50,9 +50,14 @@ class Refusal(StrEnum):
     PRIVATE_GAME = "private_game"
     OBSERVE_REFUSED = "observe_refused"  # a player cannot observe; not observing to stop
     CHAT_RATE = "chat_rate"
+    EVENT_RATE = "event_rate"  # too many requests that make an event for another user
     SEEK_EXISTS = "seek_exists"
     NO_SUCH_SEEK = "no_such_seek"
     TAKEBACK_REFUSED = "takeback_refused"  # no takeback may be asked or answered now
+    # Blocks.
+    NOT_ACCEPTED = "not_accepted"  # a block between the two users forbids it
+    NOT_BLOCKED = "not_blocked"  # the caller does not block that user
+    BLOCKS_FULL = "blocks_full"  # the caller blocks as many users as allowed
 
 
 class Failure(Exception):

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import chess
 
 from ajedrez.domain import clocks, events, rules
+from ajedrez.domain.blocking import refuse_blocked
 from ajedrez.domain.clocks import Clock, ClockRules, SystemClock
 from ajedrez.domain.errors import Conflict, Failure, Refusal
 from ajedrez.domain.export import LEFT_SERVICE, game_pgn
@@ -83,6 +84,7 @@ class Games:
                 target_id = _active_user_id(tx, target)
                 if target_id == caller_id:
                     raise Failure(Refusal.SELF_CHALLENGE, "you cannot challenge yourself")
+                refuse_blocked(tx, caller_id, target_id, target, "challenges")
                 lo, hi = sorted((caller_id, target_id))
                 if tx.challenge_between(lo, hi):
                     raise Failure(
@@ -160,22 +162,12 @@ class Games:
         Both players' clients learn of it through BAJA."""
         with self.store.writing() as tx:
             other_id = tx.user_id(other)
-            makers: list[int] = []
-            if other_id is not None:
-                makers = tx.drop_challenges_between(*sorted((caller_id, other_id)))
-            if other_id is None or not makers:
+            if other_id is None or not close_challenges(
+                tx, self.clock.now_ms(), caller_id, other_id
+            ):
                 raise Failure(
                     Refusal.NO_SUCH_CHALLENGE, f"no open challenge between you and '{other}'"
                 )
-            me = tx.user_name(caller_id) or ""
-            tx.note_removals(REMOVED_CHALLENGE, [(caller_id, other), (other_id, me)])
-            users = {caller_id: (caller_id, me), other_id: (other_id, other)}
-            challenged = other_id if makers[0] == caller_id else caller_id
-            tx.emit(
-                events.challenge_closed(
-                    self.clock.now_ms(), users[makers[0]], users[challenged], caller_id
-                )
-            )
 
     def open_challenges(self, caller_id: int) -> list[tuple[bool, str, str]]:
         """SOLI: (made by me, the other user, time control) of every open challenge,
@@ -424,6 +416,20 @@ def _own_active_game(
         )
     rules.require_active(row, game_id)
     return row, color
+
+
+def close_challenges(tx: StoreTx, now: int, caller_id: int, other_id: int) -> bool:
+    """Close the open challenge between the caller and the other user, whoever made it,
+    as DECL does (both learn of it through BAJA and the stream); False: there was none."""
+    makers = tx.drop_challenges_between(*sorted((caller_id, other_id)))
+    if not makers:
+        return False
+    me, other = tx.user_name(caller_id) or "", tx.user_name(other_id) or ""
+    tx.note_removals(REMOVED_CHALLENGE, [(caller_id, other), (other_id, me)])
+    users = {caller_id: (caller_id, me), other_id: (other_id, other)}
+    challenged = other_id if makers[0] == caller_id else caller_id
+    tx.emit(events.challenge_closed(now, users[makers[0]], users[challenged], caller_id))
+    return True
 
 
 def _active_user_id(tx: StoreTx, name: str) -> int:

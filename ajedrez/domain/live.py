@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import chess
 
 from ajedrez.domain import clocks, events, rules
+from ajedrez.domain.blocking import refuse_blocked, refuse_blocked_by_players
 from ajedrez.domain.clocks import Clock, ClockRules
 from ajedrez.domain.errors import Conflict, Failure, Refusal
 from ajedrez.domain.ports import GameRecord, Store, StoreTx
@@ -68,6 +69,7 @@ class Live:
                 rules.require_active(row, game_id)
                 if row.private:
                     raise Failure(Refusal.PRIVATE_GAME, f"{game_name(game_id)} is private")
+                refuse_blocked_by_players(tx, row, caller_id, "observers")
                 if tx.observes(game_id, caller_id):
                     return
                 tx.add_observer(game_id, caller_id)
@@ -98,6 +100,11 @@ class Live:
             color = reader_color(tx, row, caller_id)
             if color == OBSERVER:
                 rules.require_active(row, game_id)
+                refuse_blocked_by_players(tx, row, caller_id, "messages")
+            else:
+                white = color == WHITE
+                other_id, other = (row.black_id, row.black) if white else (row.white_id, row.white)
+                refuse_blocked(tx, caller_id, other_id, other, "messages")
             # The user's row is locked while their messages are counted, so that messages
             # sent at once from several sessions are counted one after the other.
             tx.lock_user(caller_id)
@@ -154,7 +161,7 @@ class Live:
                 raise Failure(Refusal.SEEK_EXISTS, f"you already seek a game of {name}")
             for seek in tx.seeks_of_control(name, caller_id):
                 lo, hi = sorted((caller_id, seek.user_id))
-                if tx.active_game_between(lo, hi):
+                if tx.active_game_between(lo, hi) or tx.blocks([lo], hi) or tx.blocks([hi], lo):
                     continue
                 tx.drop_seek(seek.id)
                 now = self.clock.now_ms()

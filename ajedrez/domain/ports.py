@@ -192,6 +192,17 @@ class LiveRows(Protocol):
     def take_back(self, game_id: int, ply: int, **values: object) -> None: ...
 
 
+class BlockRows(Protocol):
+    """Who blocks whom."""
+
+    def blocks(self, blocker_ids: list[int], blocked_id: int) -> bool: ...
+    def add_block(self, blocker_id: int, blocked_id: int) -> None: ...
+    def drop_block(self, blocker_id: int, blocked_id: int) -> bool: ...
+    def block_count(self, blocker_id: int) -> int: ...
+    def blocked_names(self, blocker_id: int) -> list[str]: ...
+    def observed_games_of(self, observer_id: int, player_id: int) -> list[int]: ...
+
+
 class JournalRows(Protocol):
     """What went away, the events of the stream, and the administrator's trail."""
 
@@ -207,6 +218,7 @@ class StoreTx(
     GameRows,
     ClockRows,
     LiveRows,
+    BlockRows,
     JournalRows,
     Protocol,
 ):

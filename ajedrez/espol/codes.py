@@ -53,6 +53,9 @@ class Reply(IntEnum):
     S_ATRS = 229  # takeback request recorded (ATRS)
     S_RATR = 230  # answer to a takeback request recorded (RATR)
     S_JUGA = 231  # data: fecha then the players, accounts and guests, since fecha (JUGA)
+    S_BLOQ = 232  # the user is blocked (BLOQ)
+    S_BLOR = 233  # the user is no longer blocked (BLOR)
+    S_BLOL = 234  # data: the users the caller blocks (BLOL)
 
     # -- system errors ---------------------------------------------------------
     E_STORAGE = 401  # the database cannot be reached or refused the work; retry later
@@ -109,10 +112,14 @@ class Reply(IntEnum):
     # -- failures: live play ---------------------------------------------------
     F_PRIVATE = 845  # OBSV: the game is private
     F_OBSERVE = 846  # OBSV: the caller plays in the game; OBSF: the caller does not observe it
-    F_CHATRATE = 847  # CHAT: too many messages lately
+    F_RATE = 847  # too many messages (CHAT), or requests that notify others, lately
     F_SEEKEXISTS = 848  # BUSC: the caller already seeks that time control
     F_NOSEEK = 849  # BUSR: no seek of the caller's to withdraw
     F_TAKEBACK = 850  # ATRS, RATR: no takeback may be asked or answered now
+    # -- failures: blocks ------------------------------------------------------
+    F_NOTACCEPTED = 851  # a block between the two users forbids it (JUEG, CHAT, OBSV)
+    F_NOBLOCK = 852  # BLOR: the caller does not block that user
+    F_BLOCKFULL = 853  # BLOQ: the caller blocks as many users as allowed
 
 
 SUCCESS_CLASSES = (1, 2, 3)
@@ -165,10 +172,14 @@ REFUSAL_CODES: dict[Refusal, Reply] = {
     Refusal.LEAVE_REFUSED: Reply.F_LEAVE,
     Refusal.PRIVATE_GAME: Reply.F_PRIVATE,
     Refusal.OBSERVE_REFUSED: Reply.F_OBSERVE,
-    Refusal.CHAT_RATE: Reply.F_CHATRATE,
+    Refusal.CHAT_RATE: Reply.F_RATE,
+    Refusal.EVENT_RATE: Reply.F_RATE,
     Refusal.SEEK_EXISTS: Reply.F_SEEKEXISTS,
     Refusal.NO_SUCH_SEEK: Reply.F_NOSEEK,
     Refusal.TAKEBACK_REFUSED: Reply.F_TAKEBACK,
+    Refusal.NOT_ACCEPTED: Reply.F_NOTACCEPTED,
+    Refusal.NOT_BLOCKED: Reply.F_NOBLOCK,
+    Refusal.BLOCKS_FULL: Reply.F_BLOCKFULL,
 }
 
 

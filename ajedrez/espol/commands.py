@@ -51,6 +51,7 @@ def _spec(
 
 _PARTIDA = ("partida", v.partida)
 _DESTINO = ("usuario destino", v.usuario)
+_USUARIO = ("usuario", v.usuario)
 _FECHA = ("fecha", v.fecha)
 _CONTROL = ("control", v.control)
 _WITH_CONTROLS = ("1", v.with_controls)
@@ -259,6 +260,14 @@ SPECS: dict[str, Spec] = {
             ("S o N", v.yes_no),
             _DESTINO,
         ),
+        _spec(
+            "BLOQ",
+            True,
+            "block a user: no challenges, chat, pairing or observing from them",
+            _USUARIO,
+        ),
+        _spec("BLOR", True, "unblock a user", _USUARIO),
+        _spec("BLOL", True, "the users you block"),
         _spec(
             "UNSU",
             True,

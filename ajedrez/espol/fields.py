@@ -187,7 +187,8 @@ MAX_CHAT = 500
 
 def texto(value: str) -> str:
     """A chat message: the rest of the line (it may hold ':'), 1-500 characters, none
-    of the characters a ``comentario`` may not hold but ':' ."""
+    of the characters a ``comentario`` may not hold but ':', and something a reader
+    sees (``text.unseen``)."""
     if not 1 <= len(value) <= MAX_CHAT:
         raise ValueError(f"invalid message: 1-{MAX_CHAT} characters, got {len(value)}")
     for c in value:
@@ -196,6 +197,9 @@ def texto(value: str) -> str:
                 f"invalid message: '{escaped(c)}' is not allowed (no control, format or "
                 "line-separator character: TAB, U+202E, zero-width ones)"
             )
+    problem = text.unseen(value)
+    if problem is not None:
+        raise ValueError(f"invalid message: {problem}")
     return value
 
 

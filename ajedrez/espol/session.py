@@ -83,6 +83,7 @@ class Session:
         self.address = address  # the client's host alone, for the login throttle
         self.pending_user: str | None = None
         self.caller: Caller | None = None
+        self._counted = False  # the running command was counted by the event limit
         self._handlers: dict[str, Callable[..., Outcome]] = {
             name: getattr(self, f"do_{name}") for name in SPECS
         }
@@ -136,6 +137,7 @@ class Session:
 
     def _run(self, name: str, args: list[Any]) -> Outcome:
         """Run a command, again if the database rolled it back to break a deadlock."""
+        self._counted = False
         return self.service.retrying(partial(self._handlers[name], *args), name, self.who)
 
     def login_attempt(self, raw: bytes) -> str | None:
@@ -169,6 +171,14 @@ class Session:
     def who(self) -> str:
         name = self.caller.name if self.caller else self.pending_user or "-"
         return f"{name}@{self.peer}"
+
+    def _notifies(self, operation: str) -> None:
+        """The command makes an event for another user: counted against the caller's
+        account (``Service.limit_events``), 847 past the limit; once, though the
+        database may roll it back and it run again."""
+        if not self._counted:
+            self._counted = True
+            self.service.limit_events(self._me, operation)
 
     @property
     def _me(self) -> Caller:
@@ -227,6 +237,7 @@ class Session:
     # -- challenges --------------------------------------------------------------------
 
     def do_JUEG(self, target: str, control: str | None = None, private: bool = False) -> Outcome:
+        self._notifies("challenge")
         self.games.challenge(self._me.id, target, control, private)
         return self._reply(Reply.S_TRAN)
 
@@ -243,6 +254,7 @@ class Session:
         return self._reply(Reply.S_ACEP, format_partida(game_id))
 
     def do_DECL(self, other: str) -> Outcome:
+        self._notifies("decline")
         self.games.decline(self._me.id, other)
         return self._reply(Reply.S_DECL)
 
@@ -316,6 +328,7 @@ class Session:
         return Outcome(later=Later("JGDA", work, _moved))
 
     def do_TBLS(self, game_id: int, opponent: str) -> Outcome:
+        self._notifies("offer_draw")
         self.games.offer_draw(self._me.id, game_id, opponent)
         return self._reply(Reply.S_TBLS)
 
@@ -348,10 +361,12 @@ class Session:
     # -- live play: observers, chat, seeks, hints, takeback ------------------------------
 
     def do_OBSV(self, game_id: int) -> Outcome:
+        self._notifies("observe")
         self.games.live.observe(self._me.id, game_id)
         return self._reply(Reply.S_OBSV, format_partida(game_id))
 
     def do_OBSF(self, game_id: int) -> Outcome:
+        self._notifies("stop_observing")
         self.games.live.stop_observing(self._me.id, game_id)
         return self._reply(Reply.S_OBSF, format_partida(game_id))
 
@@ -368,6 +383,7 @@ class Session:
         return self._records(Reply.S_CHLE, records, sep="\n")
 
     def do_BUSC(self, control: str, private: bool = False) -> Outcome:
+        self._notifies("seek")
         game_id = self.games.live.seek(self._me.id, control, private)
         return self._reply(Reply.S_BUSC, "" if game_id is None else format_partida(game_id))
 
@@ -384,6 +400,7 @@ class Session:
         return self._reply(Reply.S_HOVR, ",".join(targets))
 
     def do_ATRS(self, game_id: int, opponent: str) -> Outcome:
+        self._notifies("ask_takeback")
         self.games.ask_takeback(self._me.id, game_id, opponent)
         return self._reply(Reply.S_ATRS)
 
@@ -395,6 +412,8 @@ class Session:
         time = self.games.time
         if days is not None and action != "I":
             return self._reply(Reply.F_PARAM, f"LICE:{action} takes no dias (only LICE:I does)")
+        if action != "E":
+            self._notifies("leave")
         if action == "I":
             leave = time.start_leave(self._me.id, days)
             log.info("leave started by %s until %d", self.who(), leave.until_ms)
@@ -404,6 +423,23 @@ class Session:
         else:
             leave = time.leave_status(self._me.id)
         return self._reply(Reply.S_LICE, encode_leave(leave))
+
+    # -- blocks --------------------------------------------------------------------------
+
+    def do_BLOQ(self, name: str) -> Outcome:
+        self._notifies("block")
+        self.service.blocks.block(self._me.id, name)
+        log.info("%s blocks %s", self.who(), name)
+        return self._reply(Reply.S_BLOQ, name)
+
+    def do_BLOR(self, name: str) -> Outcome:
+        self._notifies("unblock")
+        self.service.blocks.unblock(self._me.id, name)
+        log.info("%s unblocks %s", self.who(), name)
+        return self._reply(Reply.S_BLOR, name)
+
+    def do_BLOL(self) -> Outcome:
+        return self._records(Reply.S_BLOL, self.service.blocks.blocked(self._me.id))
 
     def do_PGNX(self, game_id: int, with_chat: bool = False) -> Outcome:
         text = self.games.pgn(game_id, caller_id=self._me.id, with_chat=with_chat)

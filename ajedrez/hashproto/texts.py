@@ -97,4 +97,8 @@ REFUSALS: dict[Refusal, str] = {
     Refusal.SEEK_EXISTS: ALREADY_REGISTERED,
     Refusal.NO_SUCH_SEEK: NO_GAME,
     Refusal.TAKEBACK_REFUSED: "No se puede deshacer",
+    Refusal.EVENT_RATE: "Demasiadas peticiones",
+    Refusal.NOT_ACCEPTED: "No aceptado",
+    Refusal.NOT_BLOCKED: "No bloqueado",
+    Refusal.BLOCKS_FULL: "Demasiados bloqueos",
 }

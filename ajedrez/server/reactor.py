@@ -31,7 +31,7 @@ from ajedrez.server.settings import Limits
 from ajedrez.service.frontend import Client, Frontend, Turnaway
 from ajedrez.service.hub import Hub
 from ajedrez.service.metrics import Metrics
-from ajedrez.service.ratelimit import RateLimit
+from ajedrez.service.ratelimit import RateLimit, TokenBucket
 from ajedrez.service.service import Service
 from ajedrez.service.throttle import LoginThrottle
 from ajedrez.store.moves import Moves
@@ -63,7 +63,7 @@ def make_service(
     hub: Hub | None = None,
 ) -> Service:
     """The service with the limits of ``limits``: login throttle, sign-ups per address,
-    the threads that hash passwords."""
+    requests that notify others per account, the threads that hash passwords."""
     lim = limits
     return Service(
         accounts,
@@ -77,6 +77,7 @@ def make_service(
             lim.login_name_window,
         ),
         signups=RateLimit(lim.subs_per_address, lim.subs_window),
+        events=TokenBucket(lim.events_burst, lim.events_per_second),
         command_threads=command_threads,
         password_threads=lim.max_password_checks,
         subscription_threads=lim.max_subscription_hashes,

@@ -59,6 +59,10 @@ class Limits:
     # a connection has to send a request's head.
     metrics_max_connections: int = 32
     metrics_request_timeout: float = 10.0
+    # Requests that make an event for another user (JUEG, DECL, OBSV, OBSF, LICE I/F,
+    # TBLS, ATRS, BUSC, BLOQ, BLOR), per account: a burst, then so many a second.
+    events_burst: int = 20
+    events_per_second: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,10 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
     for name in ("clock_poll", "event_heartbeat"):
         if getattr(settings, name) <= 0:
             raise SettingsError(f"setting {name} must be above 0")
+    if limits.events_burst < 1:
+        raise SettingsError("setting events_burst must be at least 1")
+    if limits.events_per_second <= 0:
+        raise SettingsError("setting events_per_second must be above 0")
     if bool(settings.tls_cert) != bool(settings.tls_key):
         raise SettingsError("tls_cert and tls_key go together")
     return replace(settings, limits=limits)
@@ -388,6 +396,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         ("max_guests_per_address", "guests of the seed listeners from one address at once"),
         ("metrics_max_connections", "connections to the metrics listener at once"),
         ("metrics_request_timeout", "seconds a metrics connection has to send its request"),
+        ("events_burst", "requests notifying other users one account may send at once"),
+        ("events_per_second", "such requests an account may send a second past its burst"),
     ):
         default = getattr(lim, name)
         kind = type(default)

@@ -20,7 +20,7 @@ from ajedrez.domain.reads import moves_of, status_of
 from ajedrez.domain.rules import move_from_uci
 from ajedrez.domain.views import ClockStatus, GameStatus, GameSummary, LeaveStatus, MoveRecord
 from ajedrez.service.hub import Sink, Stream
-from ajedrez.service.service import Service, not_watching, watches
+from ajedrez.service.service import EVENTFUL, Service, not_watching, watches
 from ajedrez.service.work import work_of
 
 T = TypeVar("T")
@@ -44,7 +44,10 @@ class Player:
         return f"{self.caller.name}@{self.peer}"
 
     async def _thread(self, what: str, work: Callable[[], T]) -> T:
-        """``work``, the operation ``what``, on the pool the service runs it on."""
+        """``work``, the operation ``what``, on the pool the service runs it on; one
+        that notifies another user is counted against the caller first (``EVENTFUL``)."""
+        if what in EVENTFUL:
+            self.service.limit_events(self.caller, what)
         run = partial(self.service.retrying, work, what, self.who)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.service.pools[work_of(what)], run)
@@ -211,6 +214,18 @@ class Player:
     async def hints(self, game_id: int, square: str) -> list[str]:
         live = self.service.games.live
         return await self._thread("hints", lambda: live.hints(self.id, game_id, square))
+
+    # -- blocks ----------------------------------------------------------------------------
+
+    async def block(self, name: str) -> None:
+        await self._thread("block", lambda: self.service.blocks.block(self.id, name))
+
+    async def unblock(self, name: str) -> None:
+        await self._thread("unblock", lambda: self.service.blocks.unblock(self.id, name))
+
+    async def blocked(self) -> list[str]:
+        """The users the caller blocks, sorted by name."""
+        return await self._thread("blocked", lambda: self.service.blocks.blocked(self.id))
 
     # -- events ----------------------------------------------------------------------------
 

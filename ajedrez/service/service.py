@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
 
 from ajedrez.domain.accounts import Accounts, Caller
+from ajedrez.domain.blocks import Blocks
 from ajedrez.domain.errors import Failure, Refusal, TransientStorageError, retrying
 from ajedrez.domain.games import Games
 from ajedrez.domain.guests import Guests
@@ -26,7 +28,7 @@ from ajedrez.domain.rules import plays
 from ajedrez.domain.values import game_name
 from ajedrez.service.guests import GuestBook
 from ajedrez.service.hub import Hub
-from ajedrez.service.ratelimit import RateLimit
+from ajedrez.service.ratelimit import RateLimit, TokenBucket
 from ajedrez.service.throttle import LoginThrottle
 from ajedrez.service.work import Work, work_of
 from ajedrez.store.moves import Moves
@@ -34,6 +36,24 @@ from ajedrez.store.moves import Moves
 log = logging.getLogger("ajedrez.session")
 
 T = TypeVar("T")
+
+# The operations that make an event for another user, so many a second per account
+# (``events``: JUEG/DECL alone sent ~500 events a second to anyone). Chat has its own
+# limit, counted in the database (``Live.say``).
+EVENTFUL = frozenset(
+    {
+        "challenge",
+        "decline",
+        "observe",
+        "stop_observing",
+        "leave",
+        "offer_draw",
+        "ask_takeback",
+        "seek",
+        "block",
+        "unblock",
+    }
+)
 
 
 class Service:
@@ -45,6 +65,7 @@ class Service:
         *,
         throttle: LoginThrottle | None = None,
         signups: RateLimit | None = None,
+        events: TokenBucket | None = None,
         hub: Hub | None = None,
         command_threads: int = 16,
         password_threads: int = 2,
@@ -56,6 +77,9 @@ class Service:
         self.moves = moves
         self.throttle = throttle
         self.signups = signups  # sign-up requests per client address
+        self.events = events  # operations in EVENTFUL per account
+        self._held: set[int] = set()  # accounts refused by ``events`` since last allowed
+        self._blocks: Blocks | None = None
         self.hub = hub  # the process's event hub: None where nothing streams
         self.pools = {
             Work.THREAD: ThreadPoolExecutor(command_threads, thread_name_prefix="command"),
@@ -81,6 +105,13 @@ class Service:
             guests = Guests(self.accounts.store, self.accounts.clock)
             self._guests = GuestBook(guests, self.run, self.guests_per_address)
         return self._guests
+
+    @property
+    def blocks(self) -> Blocks:
+        """Who blocks whom (BLOQ, BLOR, BLOL), on the games' store."""
+        if self._blocks is None:
+            self._blocks = Blocks(self.games.store, self.games.clock)
+        return self._blocks
 
     async def stop_guests(self) -> None:
         """Stop renewing guests' leases (their connections are gone: stopping)."""
@@ -149,6 +180,26 @@ class Service:
             log.info("account %r made by open sign-up from %s", name, peer)
         else:
             log.info("subscription request for %r from %s", name, peer)
+
+    def limit_events(self, caller: Caller, what: str) -> None:
+        """Count an operation of ``EVENTFUL`` (``what``) against the caller's account;
+        refused (847) past the burst until the rate has made room. The first refusal
+        after an allowed one is logged, so an operator sees who hammers without a line
+        per request."""
+        if self.events is None:
+            return
+        wait = self.events.allow(caller.id)
+        if wait <= 0:
+            self._held.discard(caller.id)
+            return
+        if caller.id not in self._held:
+            self._held.add(caller.id)
+            log.warning("requests of %s held by the event rate limit (%s)", caller.name, what)
+        raise Failure(
+            Refusal.EVENT_RATE,
+            f"too many requests that notify other users lately; try again in "
+            f"{max(1, math.ceil(wait))} s",
+        )
 
     def close_account(
         self, caller: Caller, name: str, password: str, address: str, peer: str

@@ -416,6 +416,17 @@ class Takeback(Base):
     asked_at: Mapped[int] = mapped_column(BigInteger)
 
 
+class Block(Base):
+    """``blocker`` blocks ``blocked`` (BLOQ): the blocked account may not challenge,
+    chat to, be paired by a seek with, or observe the games of the blocker."""
+
+    __tablename__ = "blocks"
+
+    blocker_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    blocked_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
 def generated_id_tables() -> list[str]:
     """The tables whose integer ids the database generates (SQLite's rowid, PostgreSQL's
     sequences), in the order their rows may be written."""

@@ -1,7 +1,7 @@
 """A transaction as the domain sees it: ``Tx`` carries the connection and the stamp
 (the fecha written into every ``changed_at`` it touches), and one method per question
 or change the domain asks of the store (``ajedrez.domain.ports.StoreTx``). The SQL of
-each is here or in the two query modules it is built from; no rule of the game is.
+each is here or in the query modules it is built from; no rule of the game is.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from sqlalchemy import Connection, insert
 from ajedrez.domain.events import Event
 from ajedrez.store import statements as st
 from ajedrez.store.account_queries import AccountQueries
+from ajedrez.store.block_queries import BlockQueries
 from ajedrez.store.event_data import encode as encode_fields
 from ajedrez.store.game_queries import GameQueries
 from ajedrez.store.guest_queries import GuestQueries
@@ -26,7 +27,7 @@ CHUNK = 500
 
 
 @dataclass
-class Tx(GameQueries, AccountQueries, GuestQueries, LiveQueries):
+class Tx(GameQueries, AccountQueries, GuestQueries, LiveQueries, BlockQueries):
     conn: Connection
     stamp: int
     # The events of this transaction, written by ``flush_events`` just before it commits.

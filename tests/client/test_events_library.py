@@ -11,12 +11,15 @@ from contextlib import contextmanager
 import pytest
 
 from ajedrez.client import (
+    BlocksFull,
     ChatMessage,
     ChatRate,
     Client,
     ConnectionLost,
     MalformedEvent,
     NoSeek,
+    NotAccepted,
+    NotBlocked,
     ObserveRefused,
     PrivateGame,
     ProtocolError,
@@ -224,6 +227,30 @@ def test_even_again_keeps_what_the_old_stream_left_unread():
         client.even(-1)
 
 
+def test_block_commands_send_their_lines_and_read_their_answers():
+    client, wire = scripted(
+        {
+            "BLOQ:bob": encode_reply(Reply.S_BLOQ, "bob"),
+            "BLOL": encode_reply(Reply.S_BLOL, "bob,carl"),
+            "BLOR:bob": encode_reply(Reply.S_BLOR, "bob"),
+            "BLOR:dora": encode_reply(Reply.F_NOBLOCK, "you do not block 'dora'"),
+            "BLOQ:eve": encode_reply(Reply.F_BLOCKFULL, "you block 1000 users already"),
+            "JUEG:ana": encode_reply(Reply.F_NOTACCEPTED, "'ana' does not accept challenges"),
+        }
+    )
+    client.bloq("bob")
+    assert client.blol() == ["bob", "carl"]
+    client.blor("bob")
+    with pytest.raises(NotBlocked):
+        client.blor("dora")
+    with pytest.raises(BlocksFull):
+        client.bloq("eve")
+    with pytest.raises(NotAccepted) as refused:
+        client.juego("ana")
+    assert refused.value.code == 851 and "ana" in refused.value.reason
+    assert wire.sent[:3] == ["BLOQ:bob", "BLOL", "BLOR:bob"]
+
+
 def test_live_commands_send_their_lines_and_read_their_answers():
     client, wire = scripted(
         {
@@ -233,7 +260,7 @@ def test_live_commands_send_their_lines_and_read_their_answers():
             "OBSV:P0000003": encode_reply(Reply.F_PRIVATE, "P0000003 is private"),
             "OBSF:P0000003": encode_reply(Reply.F_OBSERVE, "you do not observe P0000003"),
             "CHAT:P0000002:good luck: have fun": encode_reply(Reply.S_CHAT),
-            "CHAT:P0000002:again": encode_reply(Reply.F_CHATRATE, "try again in 20 s"),
+            "CHAT:P0000002:again": encode_reply(Reply.F_RATE, "try again in 20 s"),
             "CHLE:P0000002:00000000000": b"".join(
                 encode_records(
                     Reply.S_CHLE,

@@ -12,8 +12,9 @@ import threading
 from pathlib import Path
 
 import chess
+import pytest
 
-from ajedrez.client import WHITE, Client, EventRecord, StreamMark
+from ajedrez.client import WHITE, Client, EventRecord, NotAccepted, NotBlocked, StreamMark
 from ajedrez.client.cache import SCHEMA_VERSION, Cache, cache_path
 from ajedrez.client.chessboard import jgda_for
 from tests.client.conftest import Machine, start_game
@@ -349,6 +350,19 @@ def test_chat_between_players(machine, new_user):
 # -- seeks and hints ---------------------------------------------------------------------
 
 
+def test_block_unblock_and_blocked(machine, new_user):
+    ana, bob = new_user("ana"), new_user("bob")
+    a, b = machine(ana), machine(bob)
+    assert a("blocked").out.strip() == "You block nobody."
+    assert f"{bob} is blocked" in a("block", bob).out
+    assert a("blocked").out.strip() == bob
+    refused = b.fail("challenge", ana, rc=1).err
+    assert "851" in refused and "block" not in refused
+    assert a("unblock", bob).out.strip() == f"{bob} is no longer blocked."
+    assert "you do not block" in a.fail("unblock", bob, rc=1).err
+    assert "814" in a.fail("block", "nobody-of-that-name", rc=1).err
+
+
 def test_seek_waits_pairs_and_withdraws(machine, new_user):
     ana, bob, carl = new_user("ana"), new_user("bob"), new_user("carl")
     a, b, c = machine(ana), machine(bob), machine(carl)
@@ -479,3 +493,26 @@ def test_watch_says_how_a_mating_move_ended_the_game_not_whose_move_it_is(machin
         assert "you (black) won: checkmate" in watch.wait_line("FINALIZACION", gid)
     finally:
         assert watch.stop() == 0
+
+
+def test_the_library_blocks_and_is_refused_by_a_block(server, new_user):
+    ana, bob = new_user("ana"), new_user("bob")
+    a = Client(server.host, server.port, timeout=WAIT)
+    b = Client(server.host, server.port, timeout=WAIT)
+    try:
+        a.login(ana, PASSWORD)
+        b.login(bob, PASSWORD)
+        a.bloq(bob)
+        assert a.blol() == [bob]
+        with pytest.raises(NotAccepted) as refused:
+            b.juego(ana)
+        assert ana in refused.value.reason and "block" not in refused.value.reason
+        a.blor(bob)
+        assert a.blol() == []
+        with pytest.raises(NotBlocked):
+            a.blor(bob)
+        b.juego(ana)
+        a.decl(bob)
+    finally:
+        a.close()
+        b.close()

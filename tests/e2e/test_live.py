@@ -386,6 +386,17 @@ def test_chat_stored_and_read_back(start, new_user, enter):
     assert "gracias" not in plain and "vale" not in plain
 
 
+def test_chat_that_shows_nothing_is_refused_over_tcp(start):
+    g = start()
+    for blank in ("\u3164", "\u2800", "\u0301" * 400, "\u0378", "\ue000"):
+        r = g.w.cmd(f"CHAT:{g.pid}:{blank}")
+        assert r.code == 802 and "invalid message" in r.text, (blank, r)
+    assert g.w.cmd(f"CHAT:{g.pid}:still here").code == 223  # the session goes on
+    r = g.b.cmd(f"CHLE:{g.pid}:0")
+    assert r.code == 224 and r.text.split("\n")[1:] != [] and "still here" in r.text, r
+    assert len(r.text.split("\n")) == 2, r  # the refused ones were never stored
+
+
 def test_chle_sync_while_others_write(start):
     """A reader that always sends back the last fecha misses no message, while the
     other player writes across several seconds."""

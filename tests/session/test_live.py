@@ -424,6 +424,18 @@ def test_chat_refuses_control_format_and_separator_characters(game, bad):
     assert not game.w.closed
 
 
+@pytest.mark.parametrize(
+    "blank",
+    ["\u3164", "\u2800\u2800", "\u0301" * 400, "x" + "\u0301" * 400, "\u0378", "\ue000", "   "],
+    ids=["hangul-filler", "braille-blank", "marks", "zalgo", "unassigned", "private-use", "spaces"],
+)
+def test_chat_refuses_text_that_shows_nothing(game, blank):
+    r = game.w.cmd(f"CHAT:{game.pid}:{blank}")
+    assert r.code == 802 and r.text.startswith("CHAT: invalid message: "), (blank, r)
+    assert "visible" in r.text or "combining marks" in r.text, r
+    assert chle(game.b, game.pid)[1] == []
+
+
 def test_chat_accepts_letters_scripts_and_symbols(game):
     text = "¡Olé! ñandú — 象棋 ♞ شطرنج 👍"
     assert game.b.code(f"CHAT:{game.pid}:{text}") == 223

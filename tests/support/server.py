@@ -54,6 +54,9 @@ def start_server(
         # SUBS per address would soon refuse them. The tests of those caps set their own
         # (a later option overrides an earlier one).
         *("--subs-per-address", "1000000", "--max-pending-per-address", "1000000"),
+        # Likewise the requests one account may send that notify others: the tests of
+        # that limit set their own.
+        *("--events-burst", "1000000"),
         *extra,
     ]
     proc = subprocess.Popen(

@@ -29,6 +29,7 @@ from sqlalchemy import Connection, inspect, text
 
 from ajedrez.domain import events
 from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.blocks import Blocks
 from ajedrez.domain.errors import Failure
 from ajedrez.domain.fen import position_fen
 from ajedrez.domain.game_admin import GameAdmin
@@ -132,6 +133,7 @@ class Built:
     audit: list[str] = field(default_factory=list)
     imported: list[tuple[str, str, str]] = field(default_factory=list)  # from 0009
     guests: list[str] = field(default_factory=list)  # from 0011
+    blocks: list[tuple[str, str]] = field(default_factory=list)  # from 0013
 
     def game(self, key: str) -> GameSpec:
         return next(g for g in self.games if g.key == key)
@@ -155,6 +157,8 @@ USERS = [  # name, password, active, wins
 
 # A guest of a seed protocol's listener, from 0011; a closed account once taken back.
 GUEST = "Zoe"
+# Who blocks whom, from 0013.
+BLOCKS = [("ana", "dmitri"), ("eva", "dmitri")]
 
 GAMES = [
     # Both sides castle short; White takes en passant.
@@ -260,6 +264,11 @@ def build(database: Database, revision: str) -> Built:
             built.ids[GUEST] = _insert(conn, "users", row)
             built.wins[GUEST] = 0
             built.guests.append(GUEST)
+        if since(revision, "0013"):
+            for blocker, blocked in BLOCKS:
+                row = {"blocker_id": built.ids[blocker], "blocked_id": built.ids[blocked]}
+                _insert(conn, "blocks", row | {"created_at": T0 + 3600})
+                built.blocks.append((blocker, blocked))
         for name, password, address in (
             ("gonzalo", "gonzalo quiere jugar", "192.0.2.7"),
             ("helena", "helena's request", ""),
@@ -298,7 +307,7 @@ def _insert(conn: Connection, table: str, row: dict[str, Any]) -> int:
     columns = ", ".join(row)
     values = ", ".join(f":{c}" for c in row)
     sql = f"INSERT INTO {table} ({columns}) VALUES ({values})"
-    if "id" in row or table in ("moves", "observers", "takebacks", "imported_rows"):
+    if "id" in row or table in ("moves", "observers", "takebacks", "imported_rows", "blocks"):
         conn.execute(text(sql), row)
         return 0
     return int(conn.execute(text(sql + " RETURNING id"), row).scalar_one())
@@ -672,6 +681,9 @@ def check(database: Database, built: Built, kept: str | None = None) -> None:
     if since(kept, "0003"):
         assert games.removals_since(ids["ana"], 0)[1] == [("P", "P0000099")]
     assert imported_keys(database) == (built.imported if since(kept, "0009") else [])
+    blocks = Blocks(database, clock)
+    for blocker, blocked in built.blocks:
+        assert blocks.blocked(ids[blocker]) == ([blocked] if since(kept, "0013") else [])
 
     # A pending takeback is answered; then every active game goes on with a legal move,
     # and the repeated position can be claimed as a draw.
