@@ -320,13 +320,13 @@ def test_start_waits_for_whites_leave_in_a_correspondence_game_only():
     assert clocks.start(THREE_DAYS, S, S) == clocks.start(THREE_DAYS, S, None)  # leave over
 
 
-def test_waiting_color_is_the_side_to_move_or_the_receiver_of_an_offer():
+def test_waiting_color_is_the_side_to_move_whatever_offer_is_pending():
     row = started(TEN_MINUTES)
     assert clocks.waiting_color(row) == WHITE
     assert clocks.waiting_color(row.then(next_ply=2)) == BLACK
     assert clocks.waiting_color(row.then(next_ply=7)) == WHITE
-    assert clocks.waiting_color(row.then(req_white=REQ_OFFER)) == BLACK  # white to move offers
-    assert clocks.waiting_color(row.then(next_ply=2, req_black=REQ_OFFER)) == WHITE
+    assert clocks.waiting_color(row.then(req_white=REQ_OFFER)) == WHITE  # white to move offers
+    assert clocks.waiting_color(row.then(next_ply=2, req_black=REQ_OFFER)) == BLACK
     assert clocks.waiting_color(row.then(req_black=REQ_OFFER)) == WHITE  # offer off turn
 
 
@@ -386,34 +386,6 @@ def test_after_move_starts_the_opponents_clock_after_its_leave_in_correspondence
     # a leave already over changes nothing
     values, _bank = clocks.after_move(started(THREE_DAYS), WHITE, S + HOUR_MS, S + HOUR_MS)
     assert values.since_ms == S + HOUR_MS
-
-
-def test_hand_over_charges_the_running_side_without_increment():
-    row = started(TEN_MINUTES)
-    # white, to move, offers a draw a minute in: black's clock runs, white's stops
-    offered = clocks.hand_over(row, BLACK, S + MINUTE_MS, None)
-    assert offered == ClockValues(
-        9 * MINUTE_MS, 10 * MINUTE_MS, S + MINUTE_MS, S + MINUTE_MS + 10 * MINUTE_MS
-    )
-    row = row.then(offered, req_white=REQ_OFFER)
-    # nothing changes when the game already waits for that side
-    assert clocks.hand_over(row, BLACK, S + 2 * MINUTE_MS, None) is None
-    # black declines two minutes later: white's clock runs again, black was charged
-    declined = clocks.hand_over(row, WHITE, S + 3 * MINUTE_MS, None)
-    assert declined == ClockValues(
-        9 * MINUTE_MS, 8 * MINUTE_MS, S + 3 * MINUTE_MS, S + 3 * MINUTE_MS + 9 * MINUTE_MS
-    )
-
-
-def test_hand_over_by_the_side_not_to_move_or_without_a_clock_changes_nothing():
-    assert clocks.hand_over(started(TEN_MINUTES), WHITE, S + MINUTE_MS, None) is None
-    assert clocks.hand_over(NO_CLOCK, BLACK, S, None) is None
-
-
-def test_hand_over_to_a_player_on_leave_in_correspondence():
-    until = S + 4 * DAY_MS
-    values = clocks.hand_over(started(THREE_DAYS), BLACK, S + HOUR_MS, until)
-    assert values == ClockValues(3 * DAY_MS - HOUR_MS, 3 * DAY_MS, until, until + 3 * DAY_MS)
 
 
 def test_paused_and_resumed():
@@ -587,14 +559,14 @@ def out_of_time(next_ply: int, **changes: object) -> Row:
     [
         (1, {}, (WINNER_NONE, "aborted")),  # white never moved
         (2, {}, (WINNER_NONE, "aborted")),  # black never moved
-        # white offered at once and black let its clock run out: black never moved
+        # white offered at once and let its own clock run out: white never moved
         (1, {"req_white": REQ_OFFER}, (WINNER_NONE, "aborted")),
         (3, {}, (WINNER_BLACK, "timeout")),
         (4, {}, (WINNER_WHITE, "timeout")),
-        # black offered a draw at ply 2 and white, which had moved, let its clock run out
-        (2, {"req_black": REQ_OFFER}, (WINNER_BLACK, "timeout")),
-        # white offered on its turn at ply 3: black's clock ran out
-        (3, {"req_white": REQ_OFFER}, (WINNER_WHITE, "timeout")),
+        # black offered a draw at ply 2 and let its own clock run out: it never moved
+        (2, {"req_black": REQ_OFFER}, (WINNER_NONE, "aborted")),
+        # white offered on its turn at ply 3 and let its clock run out: black wins
+        (3, {"req_white": REQ_OFFER}, (WINNER_BLACK, "timeout")),
     ],
 )
 def test_timeout_result_aborted_when_the_side_never_moved(next_ply, changes, result):

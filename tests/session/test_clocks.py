@@ -268,7 +268,7 @@ def test_relj_and_lice_bad_fields(timed, user):
         ("RELJ:P1", 802),
         ("RELJ:p0000001", 802),
         ("RELJ:P00000001", 802),
-        ("RELJ:P0000001:1", 801),
+        ("RELJ:P0000001:1:2", 801),
         ("LICE", 801),
         ("LICE:X", 802),
         ("LICE:i", 802),
