@@ -40,7 +40,10 @@ from ajedrez.service.tables import (
     Table,
     Watch,
     begun_seat,
+    event_number,
     game_number,
+    new_position,
+    table_event,
 )
 
 MAX_NAME = 32  # the service's longest user name
@@ -109,11 +112,6 @@ def chat_text(raw: bytes) -> str | None:
     if not 1 <= len(text) <= CHAT_MAX or any(unstorable(ch) for ch in text):
         return None
     return text
-
-
-def _number(value: object) -> int:
-    assert isinstance(value, int)
-    return value
 
 
 class Session:
@@ -301,23 +299,15 @@ class Session:
 
     def event(self, event: StoredEvent) -> list[Step]:
         f = event.fields
-        if not ev.conforms(event.kind, f):
-            return []  # a kind this release does not know, or an older release's text
-        if event.kind == ev.INICIO_PARTIDA and self.waiting:
+        if event.kind == ev.INICIO_PARTIDA and self.waiting and ev.conforms(event.kind, f):
             return self._begun(event)
-        table = self.table
-        if table is None or event.game_id != table.game_id or table.over:
+        table = table_event(self.table, event)
+        if table is None:
             return []
-        if event.kind == ev.FIN_DE_TURNO:
-            ply = _number(f["jugada_n"])
-            if ply <= table.ply:
-                return []  # told already (a spectator's first position had it)
-            table.ply, table.fen = ply, str(f["fen"])
+        if new_position(table, event):
             self.takeback_from = None
-            return self._moved(table)
-        if event.kind == ev.RETROCESO_ACEPTADO:
-            table.ply, table.fen = _number(f["jugada_n"]) - 1, str(f["fen"])
-            self.takeback_from = None
+            if event.kind == ev.FIN_DE_TURNO:
+                return self._moved(table)
             return send(p.update(self._turn(table), c.PLAYING, table.fen))
         if event.kind == ev.RETROCESO and f["usuario"] != self.name:
             if table.role not in (WHITE, BLACK):
@@ -334,7 +324,7 @@ class Session:
             table.over = True
             if self.told_end:
                 return []
-            victory = c.VICTORIES.get(_number(f["ganador"]), c.CANCELED)
+            victory = c.VICTORIES.get(event_number(f["ganador"]), c.CANCELED)
             return send(p.update(self._turn(table), victory, table.fen))
         return []
 

@@ -86,12 +86,6 @@ def game_id_of(text: str) -> int | None:
     return int(digits)
 
 
-def _number(value: object) -> int:
-    """An event's number field (``event_kinds.NUMBER``)."""
-    assert isinstance(value, int)
-    return value
-
-
 def _moved(table: Table) -> bytes:
     """``#OK#turno#tablero#estado#``: the position after a move, to everyone at the table."""
     return line(t.OK, turn(table.fen), table.fen, t.STANDINGS[standing(table.fen)])
@@ -278,28 +272,19 @@ class Session:
 
     def event(self, event: StoredEvent) -> list[Step]:
         f = event.fields
-        if not ev.conforms(event.kind, f):
-            return []  # a kind this release does not know, or an older release's text
-        if event.kind == ev.INICIO_PARTIDA and self.waiting:
+        if event.kind == ev.INICIO_PARTIDA and self.waiting and ev.conforms(event.kind, f):
             return self._begun(event)
-        table = self.table
-        if table is None or event.game_id != table.game_id or table.over:
+        table = tables.table_event(self.table, event)
+        if table is None:
             return []
-        if event.kind == ev.FIN_DE_TURNO:
-            ply = _number(f["jugada_n"])
-            if ply <= table.ply:
-                return []  # told already (a spectator's first position had it)
-            table.ply, table.fen = ply, str(f["fen"])
-            return [Send((_moved(table),))]
-        if event.kind == ev.RETROCESO_ACEPTADO:
-            table.ply, table.fen = _number(f["jugada_n"]) - 1, str(f["fen"])
+        if tables.new_position(table, event):
             return [Send((_moved(table),))]
         if event.kind == ev.ABANDONO and f.get("observador") is False:
             left = WHITE if f["usuario"] == table.white else BLACK
             return [Send((line(t.OK, other_color(left)),))]
         if event.kind == ev.FINALIZACION:
             table.over = True
-            winner = _number(f["ganador"])
+            winner = tables.event_number(f["ganador"])
             return [Send((line(t.FIN, t.RESULTS.get(winner, t.NO_RESULT)),))]
         return []
 

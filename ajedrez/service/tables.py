@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
+from ajedrez.domain import event_kinds as ev
 from ajedrez.domain.errors import Failure, StorageError
 from ajedrez.domain.events import StoredEvent
 from ajedrez.domain.positions import START_FEN
@@ -118,6 +119,37 @@ class Table:
     @property
     def opponent(self) -> str:
         return self.black if self.role == WHITE else self.white
+
+
+def event_number(value: object) -> int:
+    """An event's number field (``event_kinds.NUMBER``)."""
+    assert isinstance(value, int)
+    return value
+
+
+def table_event(table: Table | None, event: StoredEvent) -> Table | None:
+    """The table ``event`` is about, while its game goes on and the event is one this
+    release knows (None: nothing for the table to follow)."""
+    if table is None or event.game_id != table.game_id or table.over:
+        return None
+    return table if ev.conforms(event.kind, event.fields) else None
+
+
+def new_position(table: Table, event: StoredEvent) -> bool:
+    """A move (FIN_DE_TURNO) or an accepted takeback (RETROCESO_ACEPTADO) of the table's
+    game, followed on ``table``: True when its position changed (False: another kind of
+    event, or a move the table was told of already, as a spectator's first position is)."""
+    f = event.fields
+    if event.kind == ev.FIN_DE_TURNO:
+        ply = event_number(f["jugada_n"])
+        if ply <= table.ply:
+            return False
+        table.ply, table.fen = ply, str(f["fen"])
+        return True
+    if event.kind == ev.RETROCESO_ACEPTADO:
+        table.ply, table.fen = event_number(f["jugada_n"]) - 1, str(f["fen"])
+        return True
+    return False
 
 
 def begun_seat(event: StoredEvent, name: str | None) -> ConfirmSeat | None:
