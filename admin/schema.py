@@ -119,6 +119,8 @@ LOSSES: dict[str, tuple[Loss, ...]] = {
             "guests (kept as closed accounts)",
         ),
     ),
+    # Which sessions each process serves: gone with the connections, not data.
+    "0012": (),
 }
 
 

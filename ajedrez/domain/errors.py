@@ -52,6 +52,7 @@ class Refusal(StrEnum):
     OBSERVE_REFUSED = "observe_refused"  # a player cannot observe; not observing to stop
     CHAT_RATE = "chat_rate"
     SEEK_EXISTS = "seek_exists"
+    SEEK_LIMIT = "seek_limit"  # the caller holds as many waiting seeks as allowed
     NO_SUCH_SEEK = "no_such_seek"
     TAKEBACK_REFUSED = "takeback_refused"  # no takeback may be asked or answered now
 

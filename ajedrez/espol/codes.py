@@ -110,7 +110,7 @@ class Reply(IntEnum):
     F_PRIVATE = 845  # OBSV: the game is private
     F_OBSERVE = 846  # OBSV: the caller plays in the game; OBSF: the caller does not observe it
     F_CHATRATE = 847  # CHAT: too many messages lately
-    F_SEEKEXISTS = 848  # BUSC: the caller already seeks that time control
+    F_SEEKEXISTS = 848  # BUSC: the caller already seeks that control, or holds the most seeks
     F_NOSEEK = 849  # BUSR: no seek of the caller's to withdraw
     F_TAKEBACK = 850  # ATRS, RATR: no takeback may be asked or answered now
 
@@ -168,6 +168,7 @@ REFUSAL_CODES: dict[Refusal, Reply] = {
     Refusal.OBSERVE_REFUSED: Reply.F_OBSERVE,
     Refusal.CHAT_RATE: Reply.F_CHATRATE,
     Refusal.SEEK_EXISTS: Reply.F_SEEKEXISTS,
+    Refusal.SEEK_LIMIT: Reply.F_SEEKEXISTS,
     Refusal.NO_SUCH_SEEK: Reply.F_NOSEEK,
     Refusal.TAKEBACK_REFUSED: Reply.F_TAKEBACK,
 }

@@ -76,6 +76,7 @@ class Connection(asyncio.Protocol):
         self.stream: Stream | None = None  # EVEN: this connection streams events
         self.protocol = "espol"  # its label in the metrics: espol or espol-tls
         self.line_in: tuple[str, float] | None = None  # the running line's command, start
+        self.counted_out = False  # the session's login no longer counts (service.logged_out)
 
     @property
     def _throttle(self) -> LoginThrottle:
@@ -130,8 +131,18 @@ class Connection(asyncio.Protocol):
             self.reactor.hub.close(self.stream)
             self.stream = None
         if self.session is not None:  # not a refused one
+            self._count_out()
             self.reactor.metrics.connection_closed(self.protocol)
             self.reactor.left(self)
+
+    def _count_out(self) -> None:
+        """The session is over: its login, if it had one, stops counting. Also called
+        when a login completes after its client left, so it is counted out either way."""
+        session = self.session
+        if session is None or session.caller is None or self.counted_out:
+            return
+        self.counted_out = True
+        self.service.logged_out(session.caller)
 
     def data_received(self, data: bytes) -> None:
         if self.closing:
@@ -319,7 +330,8 @@ class Connection(asyncio.Protocol):
         assert session is not None
         line_in, self.line_in = self.line_in, None
         if self.closing or self.transport is None or self.transport.is_closing():
-            return  # the client left while its command ran
+            self._count_out()  # the client left while its command (a PASS, say) ran
+            return
         if line_in is not None:
             command, started = line_in
             self.reactor.metrics.answered(command, outcome.replies, self.loop.time() - started)

@@ -309,9 +309,11 @@ class HashConnection(asyncio.Protocol):
                 if ended:
                     how = "without a result" if stopping else "lost"
                     log.info("guest %s left: games %s: %s", self.guest.caller.name, how, ended)
-            elif self.player is not None and self.session.waiting:
-                with contextlib.suppress(Failure):
-                    await self.player.unseek(self.control)
+            elif self.player is not None:
+                if self.session.waiting:
+                    with contextlib.suppress(Failure):
+                        await self.player.unseek(self.control)
+                await self.service.log_out(self.player.caller)
         except Exception as e:
             log.warning("connection %s: cannot release its player: %s", self.who(), e)
         finally:

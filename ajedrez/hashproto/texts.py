@@ -96,6 +96,7 @@ REFUSALS: dict[Refusal, str] = {
     Refusal.OBSERVE_REFUSED: "No puedes observar esa partida",
     Refusal.CHAT_RATE: "Demasiados mensajes",
     Refusal.SEEK_EXISTS: ALREADY_REGISTERED,
+    Refusal.SEEK_LIMIT: "Demasiadas búsquedas abiertas",
     Refusal.NO_SUCH_SEEK: NO_GAME,
     Refusal.TAKEBACK_REFUSED: "No se puede deshacer",
 }

@@ -344,6 +344,7 @@ async def _serve(
     db.on_commit(counted.committed)
     games = Games(db, *time)
     games.live.chat_per_minute = settings.chat_per_minute
+    games.live.seeks_per_player = settings.seeks_per_player
     accounts = Accounts(
         db,
         max_pending=lim.max_pending_subscriptions,

@@ -135,6 +135,7 @@ class Reactor:
             self._servers.append(server)
             host, bound = server.sockets[0].getsockname()[:2]
             opened.append((listener.kind, host, bound))
+        self.service.start_presence()
         return opened
 
     def stop(self) -> None:
@@ -164,6 +165,7 @@ class Reactor:
         for server in self._servers:
             await server.wait_closed()
         await self.service.stop_guests()
+        await self.service.stop_presence()
         self.service.shutdown()
         log.info("all sessions closed")
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ajedrez.domain.live import SEEKS_PER_PLAYER
 from ajedrez.domain.timecontrol import parse_control
 from ajedrez.espol.framing import MAX_LINE
 from ajedrez.server import loops
@@ -87,6 +88,7 @@ class Settings:
     # The event stream (docs/protocol.md section 6).
     event_heartbeat: float = 60.0  # seconds between 603s on a streaming connection
     chat_per_minute: int = 10  # CHAT messages a user may send a minute
+    seeks_per_player: int = SEEKS_PER_PLAYER  # waiting seeks (BUSC) a user may hold
     event_retention_days: int = 365  # events older are removed (0: kept for ever)
     # The `#` protocol of seed 000 (docs/dialects.md): off unless a port is set; its TLS
     # listener takes tls_cert and tls_key. Its tables' time control (a BUSC control).
@@ -143,7 +145,13 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
         raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))}")
     limits = _build(Limits(), {k: v for k, v in values.items() if k in _LIMIT_NAMES})
     settings = _build(Settings(), {k: v for k, v in values.items() if k in _SETTING_NAMES})
-    for name in ("workers", "command_threads", "sqlite_group_commit", "chat_per_minute"):
+    for name in (
+        "workers",
+        "command_threads",
+        "sqlite_group_commit",
+        "chat_per_minute",
+        "seeks_per_player",
+    ):
         if getattr(settings, name) < 1:
             raise SettingsError(f"setting {name} must be at least 1")
     if settings.log_format not in LOG_FORMATS:
@@ -287,6 +295,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--chat-per-minute",
         type=int,
         help=f"chat messages (CHAT) a user may send a minute ({d.chat_per_minute})",
+    )
+    p.add_argument(
+        "--seeks-per-player",
+        type=int,
+        help=f"waiting seeks (BUSC) a user may hold at once ({d.seeks_per_player})",
     )
     p.add_argument(
         "--open-signup",

@@ -12,6 +12,7 @@ choice (``work.py``); the methods here that block are called on that pool.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ from ajedrez.domain.accounts import Accounts, Caller
 from ajedrez.domain.errors import Failure, Refusal, TransientStorageError, retrying
 from ajedrez.domain.games import Games
 from ajedrez.domain.guests import Guests
+from ajedrez.domain.presence import RENEW_EVERY, Presence
 from ajedrez.domain.rules import plays
 from ajedrez.domain.values import game_name
 from ajedrez.service.guests import GuestBook
@@ -72,6 +74,9 @@ class Service:
 
         self.guests_per_address = guests_per_address
         self._guests: GuestBook | None = None
+        self._presence: Presence | None = None
+        self._renewing: asyncio.Task[None] | None = None
+        self._departing: set[asyncio.Task[None]] = set()  # sessions being counted out
 
     @property
     def guests(self) -> GuestBook:
@@ -81,6 +86,62 @@ class Service:
             guests = Guests(self.accounts.store, self.accounts.clock)
             self._guests = GuestBook(guests, self.run, self.guests_per_address)
         return self._guests
+
+    @property
+    def presence(self) -> Presence:
+        """This process's count of logged-in sessions in the database
+        (``domain/presence.py``)."""
+        if self._presence is None:
+            self._presence = Presence(self.accounts.store, self.accounts.clock)
+        return self._presence
+
+    def start_presence(self) -> None:
+        """Renew this process's presence while it serves (called on the loop)."""
+        if self._renewing is None:
+            self._renewing = asyncio.get_running_loop().create_task(self._renew_presence())
+
+    async def _renew_presence(self) -> None:
+        while True:
+            await asyncio.sleep(RENEW_EVERY)
+            try:
+                dropped = await self.run("renew_presence", self.presence.renew)
+            except Exception as e:
+                log.warning("cannot renew this process's presence: %s", e)
+                continue
+            if dropped:
+                log.info("withdrew %d live seek(s) of players connected nowhere", dropped)
+
+    async def stop_presence(self) -> None:
+        """The connections are gone (stopping): none of this process's sessions count
+        any more, and live seeks of players connected nowhere else go."""
+        if self._renewing is not None:
+            self._renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewing
+        if self._departing:
+            await asyncio.gather(*self._departing, return_exceptions=True)
+        if self._presence is None:
+            return
+        try:
+            await self.run("vacate_presence", self._presence.vacate)
+        except Exception as e:
+            log.warning("cannot clear this process's presence: %s", e)
+
+    def logged_out(self, caller: Caller) -> None:
+        """A logged-in session of ``caller`` ended (called on the loop): counted out on
+        a command thread."""
+        task = asyncio.get_running_loop().create_task(self.log_out(caller))
+        self._departing.add(task)
+        task.add_done_callback(self._departing.discard)
+
+    async def log_out(self, caller: Caller) -> None:
+        try:
+            dropped = await self.run("log_out", lambda: self.presence.depart(caller.id))
+        except Exception as e:
+            log.warning("cannot count a session of %s out: %s", caller.name, e)
+            return
+        if dropped:
+            log.info("withdrew %d live seek(s) of %s: its last session ended", dropped, caller.name)
 
     async def stop_guests(self) -> None:
         """Stop renewing guests' leases (their connections are gone: stopping)."""
@@ -120,7 +181,8 @@ class Service:
 
     def log_in(self, name: str, password: str, address: str, peer: str) -> Caller:
         """Check a password (on the password pool, once the login gate lets it); a wrong
-        one counts against the address and the name (``throttle.py``)."""
+        one counts against the address and the name (``throttle.py``). A session that
+        logs in is counted in (``presence``) until its front end calls ``logged_out``."""
         try:
             caller = self.accounts.login(name, password)
         except Failure as f:
@@ -130,6 +192,8 @@ class Service:
             raise
         if self.throttle is not None:
             self.throttle.succeeded(address, caller.name)
+        # Last: a login that fails leaves nothing to count out.
+        self.presence.arrive(caller.id)
         log.info("login %s@%s", caller.name, peer)
         return caller
 

@@ -711,6 +711,24 @@ def test_seek_exists(seeker):
     assert a.code(f"BUSR:{control}") == 227
 
 
+def test_a_player_holds_at_most_three_waiting_seeks(seeker, enter):
+    """Issue 32: controls are open-ended, so one seek per control was no cap."""
+    controls = [fresh_control() for _ in range(5)]
+    (ana, a), (_bob, b) = seeker(), seeker()
+    for control in controls[:3]:
+        assert a.raw(f"BUSC:{control}") == frame(225)
+    limit = "you already hold 3 seeks, the most allowed; withdraw one (BUSR) first"
+    assert a.raw(f"BUSC:{controls[3]}") == frame(848, limit)
+    assert enter(ana).raw(f"BUSC:{controls[3]}") == frame(848, limit)  # the user's, not the session's
+    assert len(seeks_of(b, [ana])) == 3
+    assert b.raw(f"BUSC:{controls[4]}") == frame(225)
+    r = a.cmd(f"BUSC:{controls[4]}")  # pairs at once: it holds no seek
+    assert r.code == 225 and PID.fullmatch(r.text), r
+    assert a.code(f"BUSR:{controls[0]}") == 227
+    assert a.raw(f"BUSC:{controls[3]}") == frame(225)
+    assert a.code("BUSR") == 227
+
+
 def test_seek_exists_across_sessions(seeker, enter):
     control = fresh_control()
     ana, a = seeker()
