@@ -48,7 +48,6 @@ class Refusal(StrEnum):
     NO_CLAIM = "no_claim"  # neither threefold repetition nor the fifty-move rule applies
     LEAVE_REFUSED = "leave_refused"  # leave cannot start or end now
     # Live play.
-    PRIVATE_GAME = "private_game"
     OBSERVE_REFUSED = "observe_refused"  # a player cannot observe; not observing to stop
     CHAT_RATE = "chat_rate"
     SEEK_EXISTS = "seek_exists"

@@ -41,12 +41,13 @@ def chat_comment(user: str, channel: str, text: str) -> str:
 
 
 def reader_color(tx: StoreTx, row: GameRecord, caller_id: int) -> str:
-    """The caller's colour in the game, or ``OBSERVER``; 831 for anyone else."""
+    """The caller's colour in the game, or ``OBSERVER``; anyone else is a stranger
+    (``rules.stranger``)."""
     if caller_id in (row.white_id, row.black_id):
         return rules.color_of(row, caller_id, row.id)
     if tx.observes(row.id, caller_id):
         return OBSERVER
-    raise Failure(Refusal.NOT_A_PLAYER, f"you neither play in nor observe {game_name(row.id)}")
+    raise rules.stranger(row, row.id, f"you neither play in nor observe {game_name(row.id)}")
 
 
 class Live:
@@ -72,9 +73,9 @@ class Live:
                 row = existing_game(tx, game_id)
                 if caller_id in (row.white_id, row.black_id):
                     raise Failure(Refusal.OBSERVE_REFUSED, f"you play in {game_name(game_id)}")
+                if row.private:  # before anything else that would tell it exists
+                    raise rules.no_game(game_id)
                 rules.require_active(row, game_id)
-                if row.private:
-                    raise Failure(Refusal.PRIVATE_GAME, f"{game_name(game_id)} is private")
                 if tx.observes(game_id, caller_id):
                     return
                 tx.add_observer(game_id, caller_id)
@@ -87,6 +88,8 @@ class Live:
         with self.store.writing() as tx:
             row = existing_game(tx, game_id)
             if not tx.drop_observer(game_id, caller_id):
+                if row.private and not rules.plays(row, caller_id):
+                    raise rules.no_game(game_id)
                 raise Failure(Refusal.OBSERVE_REFUSED, f"you do not observe {game_name(game_id)}")
             me = (caller_id, tx.user_name(caller_id) or "")
             tx.emit(events.observer_left(self.clock.now_ms(), row, game_id, me))

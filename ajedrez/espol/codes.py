@@ -107,7 +107,7 @@ class Reply(IntEnum):
     F_TIMECONTROL = 843  # ACEP: the challenge's time control is not the one named
     F_LEAVE = 844  # LICE: leave cannot start or end now
     # -- failures: live play ---------------------------------------------------
-    F_PRIVATE = 845  # OBSV: the game is private
+    F_PRIVATE = 845  # never sent: a private game is 830 to a stranger (older servers' OBSV)
     F_OBSERVE = 846  # OBSV: the caller plays in the game; OBSF: the caller does not observe it
     F_CHATRATE = 847  # CHAT: too many messages lately
     F_SEEKEXISTS = 848  # BUSC: the caller already seeks that control, or holds the most seeks
@@ -164,7 +164,6 @@ REFUSAL_CODES: dict[Refusal, Reply] = {
     Refusal.NO_DRAW_OFFER: Reply.F_NOOFFER,
     Refusal.NO_CLAIM: Reply.F_NOCLAIM,
     Refusal.LEAVE_REFUSED: Reply.F_LEAVE,
-    Refusal.PRIVATE_GAME: Reply.F_PRIVATE,
     Refusal.OBSERVE_REFUSED: Reply.F_OBSERVE,
     Refusal.CHAT_RATE: Reply.F_CHATRATE,
     Refusal.SEEK_EXISTS: Reply.F_SEEKEXISTS,

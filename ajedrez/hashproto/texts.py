@@ -92,7 +92,6 @@ REFUSALS: dict[Refusal, str] = {
     Refusal.NO_DRAW_OFFER: "No hay oferta de tablas",
     Refusal.NO_CLAIM: "No hay tablas que reclamar",
     Refusal.LEAVE_REFUSED: "Licencia no permitida",
-    Refusal.PRIVATE_GAME: "Partida privada",
     Refusal.OBSERVE_REFUSED: "No puedes observar esa partida",
     Refusal.CHAT_RATE: "Demasiados mensajes",
     Refusal.SEEK_EXISTS: ALREADY_REGISTERED,

@@ -24,7 +24,7 @@ from ajedrez.domain.errors import Failure, Refusal, TransientStorageError, retry
 from ajedrez.domain.games import Games
 from ajedrez.domain.guests import Guests
 from ajedrez.domain.presence import RENEW_EVERY, Presence
-from ajedrez.domain.rules import plays
+from ajedrez.domain.rules import Players, plays, stranger
 from ajedrez.domain.values import game_name
 from ajedrez.service.guests import GuestBook
 from ajedrez.service.hub import Hub
@@ -236,5 +236,7 @@ def watches(rows: list[Any], caller_id: int) -> bool:
     return bool(rows) and not plays(rows[0], caller_id)
 
 
-def not_watching(game_id: int) -> Failure:
-    return Failure(Refusal.NOT_A_PLAYER, f"you neither play in nor observe {game_name(game_id)}")
+def not_watching(row: Players, game_id: int) -> Failure:
+    """A read of a game by someone who neither plays in nor observes it: for a private
+    game, the refusal of one that does not exist (``rules.stranger``)."""
+    return stranger(row, game_id, f"you neither play in nor observe {game_name(game_id)}")

@@ -332,10 +332,17 @@ def test_observer_commands_over_tcp(start, new_user, enter):
 
 
 def test_private_games_over_tcp(start, new_user, enter):
-    g = start(":none:1")
+    """Issue 32: a stranger cannot tell a private game, running or finished, from one
+    that does not exist; its players see it as before."""
+    g, over = start(":none:1"), start(":none:1")
+    assert over.b.cmd(f"REND:{over.pid}:{over.white}").code == 211
     o = enter(new_user("o"), streaming=False)
-    assert o.cmd(f"OBSV:{g.pid}").code == 845
-    assert o.cmd(f"STAT:{g.pid}").code == 831
+    for line in ("OBSV:<P>", "STAT:<P>", "SPAR:<P>:0", "JGDA:<P>:1:e2e4:0:1228:0", "OBSF:<P>"):
+        for pid in (g.pid, over.pid, "P9999999"):
+            r = o.cmd(line.replace("<P>", pid))
+            assert (r.code, r.text) == (830, f"no game {pid}"), (line, r)
+    assert g.w.cmd(f"OBSV:{g.pid}").code == 846
+    assert over.w.cmd(f"STAT:{over.pid}").code == 206
 
 
 # -- chat ----------------------------------------------------------------------------------
@@ -486,7 +493,7 @@ def test_seek_pairing_events(new_user, enter, private):
         assert c.until(kind("INICIO_PARTIDA", pid))[-1].fields == want
     assert seeks_of(a, {a_name, b_name}) == []
     o = enter(o_name, streaming=False)
-    assert o.cmd(f"OBSV:{pid}").code == (845 if private else 220)
+    assert o.cmd(f"OBSV:{pid}").code == (830 if private else 220)
     assert a.cmd(f"JGDA:{pid}:1:e2e4:0:1228:0").code == 208  # the first seeker is white
 
 

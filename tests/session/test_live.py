@@ -219,8 +219,7 @@ def test_observe_failures(game, start, user, enter):
     assert game.w.cmd(f"OBSV:{game.pid}").code == 846  # a player
     assert game.b.cmd(f"OBSV:{game.pid}").code == 846
     private = start("none", True)
-    r = o.cmd(f"OBSV:{private.pid}")
-    assert r.code == 845 and r.text, r
+    assert o.raw(f"OBSV:{private.pid}") == frame(830, f"no game {private.pid}")
     over = start()
     over.resign()
     assert o.cmd(f"OBSV:{over.pid}").code == 833
@@ -238,7 +237,7 @@ def test_private_flag_zero_or_left_out_is_public(start, user, enter):
 
 def test_private_game_with_a_clock(start, user, enter):
     g = start("3d", True)
-    assert enter(user("o")).code(f"OBSV:{g.pid}") == 845
+    assert enter(user("o")).code(f"OBSV:{g.pid}") == 830
     r = g.w.cmd(f"RELJ:{g.pid}")
     assert r.code == 217 and r.text.split(":")[2] == "3d", r  # the control is kept
 
@@ -288,6 +287,64 @@ def test_strangers_get_831_and_so_do_observers_after_obsf(game, observer, user, 
     assert o.raw(f"OBSV:{game.pid}") == frame(220, game.pid)  # may come back
     assert stat_fields(o, game.pid)[8] == "-"
     assert list_records(game.b, f"OBSL:{game.pid}", 222) == [name]
+
+
+def stranger_lines(pid: str, player: str) -> list[str]:
+    """Every command about a game, as a stranger to it would send it."""
+    return [
+        f"STAT:{pid}",
+        f"SPAR:{pid}:0",
+        f"JGDA:{pid}:1:e2e4:0:1228:0",
+        f"TBLS:{pid}:{player}",
+        f"RTBL:{pid}:S:{player}",
+        f"REND:{pid}:{player}",
+        f"FINP:{pid}:{player}",
+        f"RELJ:{pid}",
+        f"OBSV:{pid}",
+        f"OBSF:{pid}",
+        f"OBSL:{pid}",
+        f"CHAT:{pid}:hola",
+        f"CHLE:{pid}:0",
+        f"HOVR:{pid}:e2",
+        f"ATRS:{pid}:{player}",
+        f"RATR:{pid}:S:{player}",
+        f"PGNX:{pid}",
+        f"PGNX:{pid}:1",
+    ]
+
+
+def test_a_stranger_cannot_tell_a_private_game_from_none(start, user, enter):
+    """Issue 32: a stranger got 845 from OBSV, 833 from a finished private game, and 831
+    from every command for a game that exists against 830 for one that does not."""
+    active = start("10m", True)
+    active.play("e4")
+    finished = start(None, True)
+    finished.resign()
+    stranger = enter(user("s"))
+    missing = "P9999999"
+    for line in stranger_lines("<P>", active.white):
+        answers = {
+            stranger.raw(line.replace("<P>", pid)).replace(pid.encode(), b"<P>")
+            for pid in (missing, active.pid, finished.pid)
+        }
+        assert answers == {frame(830, "no game <P>")}, (line, answers)
+    assert not stranger.closed
+    # The players keep their answers.
+    assert active.w.code(f"OBSV:{active.pid}") == 846
+    assert active.b.code(f"STAT:{active.pid}") == 206
+    assert finished.w.code(f"REND:{finished.pid}:{finished.black}") == 833
+    assert finished.b.code(f"PGNX:{finished.pid}") == 214
+
+
+def test_a_public_game_stays_visible_to_strangers(start, user, enter):
+    active, finished = start("10m"), start()
+    finished.resign()
+    stranger = enter(user("s"))
+    assert stranger.code(f"STAT:{active.pid}") == 831
+    assert stranger.code(f"STAT:{finished.pid}") == 831
+    assert stranger.code(f"OBSV:{finished.pid}") == 833
+    assert stranger.code(f"OBSF:{active.pid}") == 846
+    assert stranger.raw(f"OBSV:{active.pid}") == frame(220, active.pid)
 
 
 def test_unknown_game_is_830_for_everyone(game):
@@ -790,7 +847,7 @@ def test_private_seek_makes_a_private_game(seeker, private_first):
     assert a.raw(f"BUSC:{control}:{int(private_first)}") == frame(225)
     r = b.cmd(f"BUSC:{control}:{int(not private_first)}")
     assert PID.fullmatch(r.text), r
-    assert c.code(f"OBSV:{r.text}") == 845
+    assert c.code(f"OBSV:{r.text}") == 830
 
 
 def test_public_seeks_make_a_public_game(seeker):
@@ -1175,4 +1232,4 @@ def test_jueg_privada_values(user, enter):
     assert a.raw(f"JUEG:{bob}::1") == frame(200)  # control left out, private
     r = b.cmd(f"ACEP:N:{ana}")
     assert r.code == 202, r
-    assert c.code(f"OBSV:{r.text}") == 845
+    assert c.code(f"OBSV:{r.text}") == 830
