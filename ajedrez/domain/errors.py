@@ -22,6 +22,7 @@ class Refusal(StrEnum):
     NOT_SELF = "not_self"  # names another user than the one logged in
     SIGNUP_RATE = "signup_rate"  # too many sign-up requests from this address lately
     SIGNUPS_FULL = "signups_full"  # pending sign-up requests are at their cap
+    SESSION_LIMIT = "session_limit"  # the account holds as many sessions as allowed
     # Accounts.
     NO_SUCH_USER = "no_such_user"
     WRONG_PASSWORD = "wrong_password"

@@ -6,7 +6,8 @@ by ``holder`` (new at each start) and leased as guests' names are: the process r
 its rows every ``RENEW_EVERY`` seconds, and a process that dies stops counting once its
 lease lapses (``LEASE_MS``). A live seek lasts only while its owner is connected: the
 owner's last session takes it along, and a seek whose owner is connected nowhere never
-pairs (docs/protocol.md, BUSC).
+pairs (docs/protocol.md, BUSC). And an account holds at most ``max_sessions`` sessions at once,
+over all processes, so one account cannot fill the server.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import secrets
 
 from ajedrez.domain.clocks import Clock
+from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.ports import Store
 
 # How long a process's rows count after its last renewal: a process that dies keeps
@@ -21,19 +23,37 @@ from ajedrez.domain.ports import Store
 LEASE_MS = 120_000
 # Renewals come this often (seconds of real time), several to a lease.
 RENEW_EVERY = 30.0
+# Logged-in sessions one account may hold at once, over every process (the
+# max_sessions_per_account setting): a few devices, each with a streaming connection
+# and a command one, with room to spare; far below what fills a server.
+SESSIONS_PER_ACCOUNT = 20
 
 
 class Presence:
-    def __init__(self, store: Store, clock: Clock, holder: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        holder: str | None = None,
+        max_sessions: int = SESSIONS_PER_ACCOUNT,
+    ) -> None:
         self.store = store
         self.clock = clock
         self.holder = holder or secrets.token_hex(8)  # this process, in the rows
+        self.max_sessions = max_sessions
 
-    def arrive(self, user_id: int) -> None:
-        """A session of the account logged in here."""
+    def arrive(self, user_id: int, name: str = "") -> None:
+        """A session of the account logged in here; SESSION_LIMIT when it holds its most
+        sessions already (then nothing is counted)."""
         now = self.clock.now_ms()
         with self.store.writing() as tx:
             tx.lock_user(user_id)  # one count at a time for the account, over all processes
+            if tx.sessions_of(user_id, now) >= self.max_sessions:
+                raise Failure(
+                    Refusal.SESSION_LIMIT,
+                    f"too many sessions of the account '{name}' (limit {self.max_sessions}); "
+                    "end one of them first",
+                )
             tx.add_session(user_id, self.holder, now + LEASE_MS)
 
     def depart(self, user_id: int) -> int:

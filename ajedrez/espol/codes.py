@@ -77,7 +77,7 @@ class Reply(IntEnum):
     F_LOGGED = 807  # USER or PASS sent again after login
     F_NOTSELF = 808  # UNSU names another user than the one logged in
     F_DEADLINE = 809  # a line was not completed in time; the connection closes
-    F_ADDRLIMIT = 810  # too many connections from the client's address; it closes
+    F_ADDRLIMIT = 810  # too many connections from the client's address, or of its account
     F_LOGINTIME = 811  # no login within the grace time, or dropped for a newcomer; it closes
     F_SUBSRATE = 812  # SUBS: too many requests from this address lately; try later
     F_SUBSFULL = 813  # SUBS: the pending requests are at their cap (this address, or all)
@@ -142,6 +142,9 @@ REFUSAL_CODES: dict[Refusal, Reply] = {
     Refusal.NOT_SELF: Reply.F_NOTSELF,
     Refusal.SIGNUP_RATE: Reply.F_SUBSRATE,
     Refusal.SIGNUPS_FULL: Reply.F_SUBSFULL,
+    # Refused with the code of the per-address cap, which old clients know: a cap on
+    # the client's own connections, closing the connection.
+    Refusal.SESSION_LIMIT: Reply.F_ADDRLIMIT,
     Refusal.NO_SUCH_USER: Reply.F_NOUSER,
     Refusal.WRONG_PASSWORD: Reply.F_PASINV,
     Refusal.NAME_TAKEN: Reply.F_NAMETAKEN,

@@ -34,6 +34,7 @@ from ajedrez.espol.stream import stream_frame
 from ajedrez.service.frontend import Host, Turnaway
 from ajedrez.service.hub import Marker, Stream
 from ajedrez.service.login import LoginGate
+from ajedrez.service.netblocks import client_key
 from ajedrez.service.throttle import LoginThrottle
 from ajedrez.service.work import Work, when_done
 
@@ -98,7 +99,9 @@ class Connection(asyncio.Protocol):
         # uvloop's transports do not derive from asyncio.Transport, but behave as one.
         self.transport = transport = cast(asyncio.Transport, transport)
         addr = transport.get_extra_info("peername") or ("?", 0)
-        self.address, peer = str(addr[0]), f"{addr[0]}:{addr[1]}"
+        # Every per-address limit counts the client's network block (netblocks.py).
+        self.address = client_key(str(addr[0]), self.lim.ipv6_block_size)
+        peer = f"{addr[0]}:{addr[1]}"
         refusal = self.reactor.refusal(self.address)
         if refusal is not None:
             log.warning("refusing %s: %s", peer, refusal[1])

@@ -27,6 +27,7 @@ from ajedrez.service.frontend import Frontend, Host, Turnaway
 from ajedrez.service.guests import Guest
 from ajedrez.service.hub import Marker, Stream
 from ajedrez.service.login import LoginGate, log_in
+from ajedrez.service.netblocks import client_key
 from ajedrez.service.player import Player
 
 log = logging.getLogger("ajedrez.server")
@@ -103,7 +104,9 @@ class HashConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport = cast(asyncio.Transport, transport)
         addr = transport.get_extra_info("peername") or ("?", 0)
-        self.address, self.peer = str(addr[0]), f"{addr[0]}:{addr[1]}"
+        # Every per-address limit counts the client's network block (netblocks.py).
+        self.address = client_key(str(addr[0]), self.lim.ipv6_block_size)
+        self.peer = f"{addr[0]}:{addr[1]}"
         refusal = self.host.refusal(self.address)
         if refusal is not None:
             log.warning("refusing %s: %s", self.peer, refusal[1])

@@ -69,6 +69,7 @@ REFUSALS: dict[Refusal, str] = {
     Refusal.NOT_SELF: WRONG_CODE,
     Refusal.SIGNUP_RATE: "Demasiados invitados desde tu dirección",
     Refusal.SIGNUPS_FULL: "Demasiados invitados",
+    Refusal.SESSION_LIMIT: "Demasiadas sesiones de esa cuenta",
     Refusal.NO_SUCH_USER: "Usuario desconocido",
     Refusal.WRONG_PASSWORD: "Contraseña incorrecta",
     Refusal.NAME_TAKEN: "Nombre duplicado",

@@ -27,6 +27,7 @@ from typing import Any
 
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.games import Games
+from ajedrez.domain.presence import Presence
 from ajedrez.server.settings import Limits
 from ajedrez.service.frontend import Client, Frontend, Turnaway
 from ajedrez.service.hub import Hub
@@ -61,6 +62,7 @@ def make_service(
     limits: Limits,
     command_threads: int = 16,
     hub: Hub | None = None,
+    presence: Presence | None = None,
 ) -> Service:
     """The service with the limits of ``limits``: login throttle, sign-ups per address,
     the threads that hash passwords."""
@@ -81,6 +83,8 @@ def make_service(
         password_threads=lim.max_password_checks,
         subscription_threads=lim.max_subscription_hashes,
         guests_per_address=lim.max_guests_per_address,
+        sessions_per_account=lim.max_sessions_per_account,
+        presence=presence,
         hub=hub,
     )
 

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ajedrez.domain.live import SEEKS_PER_PLAYER
+from ajedrez.domain.presence import SESSIONS_PER_ACCOUNT
 from ajedrez.domain.timecontrol import parse_control
 from ajedrez.espol.framing import MAX_LINE
 from ajedrez.server import loops
 from ajedrez.server.logs import LOG_FORMATS
+from ajedrez.service.netblocks import IPV6_BLOCK_SIZE
 
 DEFAULT_PORT = 1995  # the year of ESPOL 2.0; above 1024 so no privileges are needed
 DEFAULT_HOST = "127.0.0.1"
@@ -35,6 +37,11 @@ class Limits:
 
     max_connections: int = 1000
     max_connections_per_address: int = 32
+    # The prefix length of the IPv6 network block counted as one client address by every
+    # per-address limit (OpenSSH's PerSourceNetBlockSize); 128: each address alone.
+    ipv6_block_size: int = IPV6_BLOCK_SIZE
+    # Logged-in sessions of one account at once, over every process on the database.
+    max_sessions_per_account: int = SESSIONS_PER_ACCOUNT
     idle_timeout: float = 1800.0  # seconds without a byte from the client
     request_deadline: float = 30.0  # seconds to finish a line once its first byte came
     max_line_before_login: int = MAX_LINE_BEFORE_LOGIN
@@ -165,6 +172,10 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
             parse_control(getattr(settings, name))
         except ValueError as e:
             raise SettingsError(f"{name}: {e}") from None
+    if limits.ipv6_block_size > 128:
+        raise SettingsError("setting ipv6_block_size must be at most 128")
+    if limits.max_sessions_per_account < 1:
+        raise SettingsError("setting max_sessions_per_account must be at least 1")
     if settings.event_retention_days < 0:
         raise SettingsError("setting event_retention_days must be at least 0")
     for name in ("clock_poll", "event_heartbeat"):
@@ -343,6 +354,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for name, text in (
         ("max_connections", "connections served at once"),
         ("max_connections_per_address", "connections from one client address"),
+        ("ipv6_block_size", "prefix length of the IPv6 block counted as one address"),
+        ("max_sessions_per_account", "logged-in sessions of one account, on every process"),
         ("idle_timeout", "seconds of client silence before the connection closes"),
         ("request_deadline", "seconds to complete a line once it has begun"),
         ("max_line_before_login", "bytes in a line before login"),

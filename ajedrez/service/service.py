@@ -23,7 +23,7 @@ from ajedrez.domain.accounts import Accounts, Caller
 from ajedrez.domain.errors import Failure, Refusal, TransientStorageError, retrying
 from ajedrez.domain.games import Games
 from ajedrez.domain.guests import Guests
-from ajedrez.domain.presence import RENEW_EVERY, Presence
+from ajedrez.domain.presence import RENEW_EVERY, SESSIONS_PER_ACCOUNT, Presence
 from ajedrez.domain.rules import Players, plays, stranger
 from ajedrez.domain.values import game_name
 from ajedrez.service.guests import GuestBook
@@ -52,6 +52,8 @@ class Service:
         password_threads: int = 2,
         subscription_threads: int = 1,
         guests_per_address: int = 16,
+        sessions_per_account: int = SESSIONS_PER_ACCOUNT,
+        presence: Presence | None = None,
     ) -> None:
         self.accounts = accounts
         self.games = games
@@ -74,7 +76,8 @@ class Service:
 
         self.guests_per_address = guests_per_address
         self._guests: GuestBook | None = None
-        self._presence: Presence | None = None
+        self.sessions_per_account = sessions_per_account
+        self._presence = presence  # None: made from the accounts' store when first asked
         self._renewing: asyncio.Task[None] | None = None
         self._departing: set[asyncio.Task[None]] = set()  # sessions being counted out
 
@@ -90,9 +93,11 @@ class Service:
     @property
     def presence(self) -> Presence:
         """This process's count of logged-in sessions in the database
-        (``domain/presence.py``)."""
+        (``domain/presence.py``), capped at ``sessions_per_account``."""
         if self._presence is None:
-            self._presence = Presence(self.accounts.store, self.accounts.clock)
+            self._presence = Presence(
+                self.accounts.store, self.accounts.clock, max_sessions=self.sessions_per_account
+            )
         return self._presence
 
     def start_presence(self) -> None:
@@ -193,7 +198,11 @@ class Service:
         if self.throttle is not None:
             self.throttle.succeeded(address, caller.name)
         # Last: a login that fails leaves nothing to count out.
-        self.presence.arrive(caller.id)
+        try:
+            self.presence.arrive(caller.id, caller.name)
+        except Failure as f:
+            log.warning("login of %r from %s refused: %s", caller.name, peer, f.reason)
+            raise
         log.info("login %s@%s", caller.name, peer)
         return caller
 

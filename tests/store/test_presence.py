@@ -156,3 +156,33 @@ def test_a_player_holds_a_few_waiting_seeks(
     live_games.live.unseek(ana_id, None)
     here.depart(ana_id)
     here.depart(bob_id)
+
+
+def test_an_account_s_sessions_are_capped_over_every_process(
+    db: Database, accounts: Accounts, clock: FakeClock
+) -> None:
+    """Issue 32: 1,000 sessions of one account filled the server."""
+    one, two = Presence(db, clock, max_sessions=3), Presence(db, clock, max_sessions=3)
+    (ana_id, ana), (bob_id, _bob) = account(accounts), account(accounts)
+    one.arrive(ana_id, ana)
+    two.arrive(ana_id, ana)
+    one.arrive(ana_id, ana)
+    for process in (one, two):
+        with pytest.raises(Failure) as capped:
+            process.arrive(ana_id, ana)
+        assert capped.value.kind is Refusal.SESSION_LIMIT
+        assert capped.value.reason == (
+            f"too many sessions of the account '{ana}' (limit 3); end one of them first"
+        )
+    two.arrive(bob_id)  # another account is not held back
+    two.depart(ana_id)
+    two.arrive(ana_id, ana)  # a place came free
+    # A process that dies holds its sessions' places until its lease lapses, no longer.
+    clock.advance(LEASE_MS // 2)
+    two.renew()
+    clock.advance(LEASE_MS // 2)
+    two.arrive(ana_id, ana)
+    two.arrive(ana_id, ana)
+    with pytest.raises(Failure):
+        two.arrive(ana_id, ana)
+    two.vacate()
