@@ -95,8 +95,10 @@ class Service:
         """This process's count of logged-in sessions in the database
         (``domain/presence.py``), capped at ``sessions_per_account``."""
         if self._presence is None:
+            # The games' clock: a live seek's owner is present by the time of its pairing.
+            games = self.games
             self._presence = Presence(
-                self.accounts.store, self.accounts.clock, max_sessions=self.sessions_per_account
+                games.store, games.clock, max_sessions=self.sessions_per_account
             )
         return self._presence
 
