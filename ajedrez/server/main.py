@@ -301,6 +301,7 @@ def _serve_workers(
                 scheduler=number == 1,
                 metrics_dir=counted,
                 serving=serving,
+                slot=f"worker {number}",
             )
             return loops.run(serve, settings.event_loop)
         finally:
@@ -335,10 +336,11 @@ async def _serve(
     scheduler: bool,
     metrics_dir: str | None = None,
     serving: Callable[[], None] | None = None,
+    slot: str = "main",
 ) -> int:
     """Serve until stopped; ``scheduler``: this process ends games on time;
     ``metrics_dir``: where it counts (None: it does not); ``serving``: called once it
-    serves (a worker's report to the master)."""
+    serves (a worker's report to the master); ``slot``: which process it is."""
     lim = settings.limits
     counted = metrics.enable(metrics_dir)
     db.on_commit(counted.committed)
@@ -360,7 +362,7 @@ async def _serve(
         Listener(kind, frontend, port, context, sockets.get(kind))
         for kind, frontend, port, context in _served(settings, tls)
     ]
-    reactor = Reactor(service, settings.host, served, lim, hub, counted)
+    reactor = Reactor(service, settings.host, served, lim, hub, counted, slot)
     try:
         await hub.start()
         opened = await reactor.start()

@@ -102,8 +102,17 @@ class Service:
             )
         return self._presence
 
-    def start_presence(self) -> None:
-        """Renew this process's presence while it serves (called on the loop)."""
+    async def start_presence(self, holder: str | None = None) -> None:
+        """Before serving: name this process in the presence rows (``holder``: as its
+        predecessor was named, whose rows, if it died, are cleared now), then renew them
+        while it serves."""
+        try:
+            presence = self.presence
+            if holder is not None:
+                presence.holder = holder
+            await self.run("vacate_presence", presence.vacate)
+        except Exception as e:
+            log.warning("cannot clear this process's earlier presence: %s", e)
         if self._renewing is None:
             self._renewing = asyncio.get_running_loop().create_task(self._renew_presence())
 
