@@ -77,7 +77,7 @@ class Service:
         self.guests_per_address = guests_per_address
         self._guests: GuestBook | None = None
         self.sessions_per_account = sessions_per_account
-        self._presence = presence  # None: made from the accounts' store when first asked
+        self._presence = presence  # None: made from the games' store when first asked
         self._renewing: asyncio.Task[None] | None = None
         self._departing: set[asyncio.Task[None]] = set()  # sessions being counted out
 
