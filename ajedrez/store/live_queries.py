@@ -23,13 +23,12 @@ from ajedrez.store.models import (
     User,
 )
 
-
 # A live seek: one with a clock whose increment is under a day (TimeControl's
 # ``correspondence`` is the rest); it lasts only while its owner is connected.
 LIVE_SEEK = and_(Seek.tc_increment_ms.is_not(None), Seek.tc_increment_ms < DAY_MS)
 
 
-def absent_accounts(now_ms: int) -> Select[tuple[int]]:
+def absent_accounts(now_ms: int) -> Select[int]:
     """The accounts (guests are their connections' own) with no session in any process
     whose lease runs past ``now_ms``."""
     present = exists().where(Presence.user_id == User.id, Presence.lease_ms > now_ms)

@@ -45,7 +45,9 @@ class PresenceQueries:
         self.conn.execute(delete(Presence).where(*mine, Presence.sessions <= 0))
 
     def renew_presences(self, holder: str, lease_ms: int) -> None:
-        self.conn.execute(update(Presence).where(Presence.holder == holder).values(lease_ms=lease_ms))
+        self.conn.execute(
+            update(Presence).where(Presence.holder == holder).values(lease_ms=lease_ms)
+        )
 
     def drop_presences(self, *, holder: str | None = None, lapsed_at: int | None = None) -> None:
         """The rows of the process ``holder`` (it stops), or those whose lease ended by

@@ -122,7 +122,9 @@ def test_sessions_per_account_are_capped(database_url: str, new_user) -> None:  
         held[0].cmd("EVEN")  # streaming sessions count as any other
         extra, r = log_in(ana)
         assert r.code == 810, r
-        assert r.text == f"too many sessions of the account '{ana}' (limit 3); end one of them first"
+        assert (
+            r.text == f"too many sessions of the account '{ana}' (limit 3); end one of them first"
+        )
         assert extra.is_closed()
         assert log_in(bob)[1].code == 102  # another account is not held back
         assert held[1].cmd("HELP:QUIT").code == 110

@@ -109,9 +109,11 @@ def test_the_sessions_of_one_account_are_capped(session_db: Database, user, loop
         return c, c.raw(f"PASS:{PASSWORD}")
 
     first, _ = log_in(ana)
-    second, _ = log_in(ana)
+    _second, _ = log_in(ana)
     third, reply = log_in(ana)
-    assert reply == frame(810, f"too many sessions of the account '{ana}' (limit 2); end one of them first")
+    assert reply == frame(
+        810, f"too many sessions of the account '{ana}' (limit 2); end one of them first"
+    )
     assert third.closed and not third.session.logged_in
     assert log_in(bob)[1] == frame(102, bob)
     assert first.code("HELP:QUIT") == 110  # the others go on

@@ -776,7 +776,9 @@ def test_a_player_holds_at_most_three_waiting_seeks(seeker, enter):
         assert a.raw(f"BUSC:{control}") == frame(225)
     limit = "you already hold 3 seeks, the most allowed; withdraw one (BUSR) first"
     assert a.raw(f"BUSC:{controls[3]}") == frame(848, limit)
-    assert enter(ana).raw(f"BUSC:{controls[3]}") == frame(848, limit)  # the user's, not the session's
+    assert enter(ana).raw(f"BUSC:{controls[3]}") == frame(
+        848, limit
+    )  # the user's, not the session's
     assert len(seeks_of(b, [ana])) == 3
     assert b.raw(f"BUSC:{controls[4]}") == frame(225)
     r = a.cmd(f"BUSC:{controls[4]}")  # pairs at once: it holds no seek

@@ -91,7 +91,7 @@ def test_a_seek_whose_owner_is_connected_nowhere_never_pairs(
     """The owner's process died: its row lapses, and the seek is dropped instead of
     starting a game whose absent player's clock would run."""
     dead, alive = two_processes
-    (ana_id, ana), (bob_id, bob), (cy_id, cy) = (account(accounts) for _ in range(3))
+    (ana_id, ana), (bob_id, bob), (cy_id, _cy) = (account(accounts) for _ in range(3))
     control, slow = fresh_control(), fresh_control(correspondence=True)
     dead.arrive(ana_id)
     assert live_games.live.seek(ana_id, control, False) is None
