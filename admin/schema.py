@@ -119,8 +119,10 @@ LOSSES: dict[str, tuple[Loss, ...]] = {
             "guests (kept as closed accounts)",
         ),
     ),
-    # Which sessions each process serves: gone with the connections, not data.
+    # white_offer_ply/black_offer_ply: the older release does not limit renewed offers.
     "0012": (),
+    # Which sessions each process serves: gone with the connections, not data.
+    "0013": (),
 }
 
 

@@ -147,9 +147,9 @@ class Players:
         return color == self.color
 
 
-def running_sentence(now: ClockNow, players: Players, *, draw_offer: bool = False) -> str | None:
-    """``you have 2 d 4 h to move``, ``bob has 5 h to answer the draw offer``, or that the
-    time is up; None when no clock runs."""
+def running_sentence(now: ClockNow, players: Players) -> str | None:
+    """``you have 2 d 4 h to move``, ``bob has 5 h to move``, or that the time is up; None
+    when no clock runs."""
     if now.running is None:
         return None
     mine = players.mine(now.running)
@@ -157,8 +157,7 @@ def running_sentence(now: ClockNow, players: Players, *, draw_offer: bool = Fals
         whose = "your" if mine else f"{players.name(now.running)}'s"
         return f"{whose} time is up; the server will end the game"
     who = "you have" if mine else f"{players.name(now.running)} has"
-    what = "to answer the draw offer" if draw_offer else "to move"
-    return f"{who} {span(now.bank(now.running))} {what}"
+    return f"{who} {span(now.bank(now.running))} to move"
 
 
 def _on_leave(now: ClockNow, players: Players) -> list[tuple[str, int]]:
@@ -167,11 +166,11 @@ def _on_leave(now: ClockNow, players: Players) -> list[tuple[str, int]]:
     return [(c, now.leave_until(c)) for c in colors if now.leave_until(c)]
 
 
-def clock_cell(now: ClockNow, players: Players, *, draw_offer: bool = False) -> str:
+def clock_cell(now: ClockNow, players: Players) -> str:
     """One cell of the games list: the control, the running clock in words and the other
     bank (or both banks), and any leave: ``3d: you have 2 d 4 h to move; bob 3 d``."""
     me, other = players.color, other_color(players.color)
-    sentence = running_sentence(now, players, draw_offer=draw_offer)
+    sentence = running_sentence(now, players)
     mine = f"you {span(now.bank(me))}"
     theirs = f"{players.name(other)} {span(now.bank(other))}"
     if sentence is None:
@@ -184,7 +183,7 @@ def clock_cell(now: ClockNow, players: Players, *, draw_offer: bool = False) -> 
     return f"{now.control}: " + "; ".join(parts)
 
 
-def clock_lines(now: ClockNow, players: Players, *, draw_offer: bool = False) -> list[str]:
+def clock_lines(now: ClockNow, players: Players) -> list[str]:
     """The lines ``ajedrez show`` prints: the control and both banks, the running clock in
     words with its deadline, the leaves."""
     banks = " | ".join(
@@ -192,7 +191,7 @@ def clock_lines(now: ClockNow, players: Players, *, draw_offer: bool = False) ->
         for c in (WHITE, BLACK)
     )
     lines = [f"Clock: {now.control} | {banks}"]
-    sentence = running_sentence(now, players, draw_offer=draw_offer)
+    sentence = running_sentence(now, players)
     if sentence is not None:
         by = "" if now.time_up or not now.deadline_ms else f" (by {when(now.deadline_ms)})"
         # Only "you" takes a capital: a user's name is written as it is spelt.

@@ -105,10 +105,6 @@ class StalePly(ProtocolFailure):
     """835 F_PLY: the ply sent is not the next one; resynchronise the game."""
 
 
-class DrawPending(ProtocolFailure):
-    """836 F_DRAWPEND: a draw offer must be answered before anyone moves."""
-
-
 class IllegalMove(ProtocolFailure):
     """837 F_MISMATCH or 838 F_ILLEGAL: the move cannot be played; ``reason`` says why."""
 
@@ -170,7 +166,6 @@ _FAILURES: dict[int, type[ProtocolFailure]] = {
     Reply.F_GAMEOVER: GameOver,
     Reply.F_NOTURN: NotYourTurn,
     Reply.F_PLY: StalePly,
-    Reply.F_DRAWPEND: DrawPending,
     Reply.F_MISMATCH: IllegalMove,
     Reply.F_ILLEGAL: IllegalMove,
     Reply.F_NOMASJUG: NoMoreMoves,

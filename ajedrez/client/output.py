@@ -120,13 +120,9 @@ def shown_clock(g: CachedGame, held: StoredClock | None, local_now_ms: int) -> C
     return held.at(local_now_ms)
 
 
-def draw_pending(g: CachedGame) -> bool:
-    return g.status_record.draw_offered_by is not None
-
-
 def clock_column(g: CachedGame, held: StoredClock | None, local_now_ms: int) -> str:
     """The games list's CLOCK cell; empty for a game without a clock."""
     clock = shown_clock(g, held, local_now_ms)
     if clock is None:
         return ""
-    return clock_cell(clock, players_of(g), draw_offer=draw_pending(g))
+    return clock_cell(clock, players_of(g))

@@ -178,16 +178,6 @@ def cmd_move(app: App) -> int:
                     f"not your turn in {gid}: {opp} ({color_name(st.turn)}) is to move; "
                     "`ajedrez sync` later to see their move"
                 )
-            offer = st.draw_offered_by
-            if offer == st.color:
-                raise CliError(
-                    f"your draw offer in {gid} is pending: {opp} must answer it before play goes on"
-                )
-            if offer is not None:
-                raise CliError(
-                    f"{opp} offers a draw in {gid}: answer first with "
-                    f"`ajedrez draw accept {gid}` or `ajedrez draw decline {gid}`"
-                )
             board = board_of(cache, gid)
             try:
                 move = parse_move(board, app.args.move)
@@ -241,7 +231,7 @@ def cmd_draw(app: App) -> int:
         Client.tbls,
         Client.rtbl,
         {
-            "offer": "Draw offered to {opp} in {gid}. Neither of you can move until {opp} answers.",
+            "offer": "Draw offered to {opp} in {gid}; play goes on: a move by {opp} declines it.",
             "accept": "Draw agreed in {gid}: the game is over, 1/2-1/2.",
             "decline": "Draw offer declined in {gid}; play goes on.",
         },

@@ -26,7 +26,6 @@ from ajedrez.client.output import (
     ago,
     clock_column,
     draw_offer,
-    draw_pending,
     game_state,
     numbered,
     players_of,
@@ -152,7 +151,7 @@ def cmd_show(app: App) -> int:
         app.say(status_line(cache, g, board))
         clock = shown_clock(g, cache.clock(g.id), local_ms())
         if clock is not None:
-            for line in clock_lines(clock, players_of(g), draw_offer=draw_pending(g)):
+            for line in clock_lines(clock, players_of(g)):
                 app.say(line)
         app.age_line(data_time(cache, g))
     return EXIT_OK

@@ -1,5 +1,5 @@
-"""Game clocks (docs/protocol.md section 5): which clock runs, what a move, a draw offer,
-leave or an administrator's extension does to the banks, and how a game ends on time.
+"""Game clocks (docs/protocol.md section 5): which clock runs, what a move, leave or an
+administrator's extension does to the banks, and how a game ends on time.
 
 Pure arithmetic on a game row's clock columns and a time in milliseconds handed in by
 the caller (``Clock``: the system's in production, a test's own in tests). The store
@@ -21,7 +21,6 @@ from ajedrez.domain.values import (
     BLACK,
     END_ABORTED,
     END_TIMEOUT,
-    REQ_OFFER,
     WHITE,
     WINNER_BLACK,
     WINNER_DRAW,
@@ -210,11 +209,8 @@ def leave_columns(color: str, until_ms: int | None) -> dict[str, object]:
 
 
 def waiting_color(row: ClockRow) -> str:
-    """Whose clock runs: the receiver of a pending draw offer, else the side to move."""
-    if row.req_white == REQ_OFFER:
-        return BLACK
-    if row.req_black == REQ_OFFER:
-        return WHITE
+    """Whose clock runs: the side to move's, whatever offer is pending (docs/protocol.md
+    section 5), so nobody is out of time by ignoring an offer."""
     return color_of_ply(row.next_ply)
 
 
@@ -261,20 +257,6 @@ def after_move(
     banks[mover] = after = control.bank_after(banks[mover], used)
     since = starts_at(now_ms, control.correspondence, next_leave_until_ms)
     return _running(banks, other_color(mover), since), after
-
-
-def hand_over(
-    row: ClockRow, to: str, now_ms: int, to_leave_until_ms: int | None
-) -> ClockValues | None:
-    """The clocks once the game waits for ``to`` (a draw offer made, or declined): the
-    side whose clock ran is charged its time, no increment. None: nothing changes."""
-    running = waiting_color(row)
-    if not has_clock(row) or running == to:
-        return None
-    banks = _banks(row)
-    banks[running] = remaining(row, running, now_ms)
-    since = starts_at(now_ms, correspondence(row), to_leave_until_ms)
-    return _running(banks, to, since)
 
 
 def paused(row: ClockRow, now_ms: int, until_ms: int) -> ClockValues:

@@ -40,7 +40,6 @@ class Refusal(StrEnum):
     GAME_OVER = "game_over"
     NOT_YOUR_TURN = "not_your_turn"
     WRONG_PLY = "wrong_ply"  # the move's number is not the game's next (stale or ahead)
-    DRAW_PENDING = "draw_pending"  # a draw offer waits for the caller's answer
     MOVE_MISMATCH = "move_mismatch"  # the move's redundant fields disagree with it
     ILLEGAL_MOVE = "illegal_move"
     NO_MORE_MOVES = "no_more_moves"  # no moves after the ply asked

@@ -210,10 +210,16 @@ class Games:
                 raise Failure(
                     Refusal.DRAW_OFFERED, f"a draw offer is already pending in {game_name(game_id)}"
                 )
-            # The receiver's clock runs while the offer waits (docs/protocol.md section 5).
-            receiver = other_color(color)
-            values = {rules.req_field(color): REQ_OFFER}
-            tx.update_game(game_id, **values, **_handed_over(row, receiver, now))
+            if not rules.may_offer_draw(row, color):
+                raise Failure(
+                    Refusal.DRAW_OFFERED,
+                    f"you offered a draw in {game_name(game_id)} since your last move: "
+                    "one offer per move of yours, so offer again after your next move",
+                )
+            # Neither whose clock runs nor who may move changes (docs/protocol.md
+            # section 5): the side to move plays on, and a move by the receiver declines.
+            values = {rules.req_field(color): REQ_OFFER, rules.offer_field(color): row.next_ply}
+            tx.update_game(game_id, **values)
             tx.emit(events.draw_offered(now, row, game_id, (caller_id, _name(row, color))))
 
         self._act(caller_id, game_id, opponent, offer)
@@ -232,9 +238,7 @@ class Games:
                 values = {rules.req_field(color): REQ_ACCEPT}
                 finish(tx, row.id, row, WINNER_DRAW, "agreement", now, **values)
             else:
-                to_move = color_of_ply(row.next_ply)
-                clock = _handed_over(row, to_move, now)
-                tx.update_game(game_id, **{theirs: REQ_NONE}, **clock)
+                tx.update_game(game_id, **{theirs: REQ_NONE})
 
         self._act(caller_id, game_id, opponent, answer)
 
@@ -388,14 +392,6 @@ def forfeit_all(tx: StoreTx, user_id: int, now_ms: int) -> list[int]:
 
 
 # -- helpers ---------------------------------------------------------------------------
-
-
-def _handed_over(row: GameRecord, to: str, now: int) -> dict[str, object]:
-    """The clock columns once the game waits for ``to`` (nothing if it already did)."""
-    if not clocks.has_clock(row):
-        return {}
-    values = clocks.hand_over(row, to, now, clocks.leave_until(row, to))
-    return {} if values is None else values.columns()
 
 
 def _forfeit(tx: StoreTx, row: GameRecord, color: str, reason: str, now: int) -> None:

@@ -21,7 +21,7 @@ from ajedrez.domain.clocks import Clock, ClockRules
 from ajedrez.domain.errors import Failure
 from ajedrez.domain.finish import finish, timed_out
 from ajedrez.domain.ports import StoreTx
-from ajedrez.domain.values import BLACK, STATUS_ACTIVE, WHITE
+from ajedrez.domain.values import BLACK, REQ_NONE, REQ_OFFER, STATUS_ACTIVE, WHITE, other_color
 from ajedrez.domain.views import MoveRecord
 
 NAMES_KEPT = 100_000  # user names a process keeps for its move events
@@ -197,6 +197,8 @@ class Moving:
             tx, [r.black_id if j.caller_id == r.white_id else r.white_id for j, r, _p in planned]
         )
         for (job, row, plan), turn in zip(planned, turns, strict=True):
+            if REQ_OFFER in (row.req_white, row.req_black):
+                self._declined_by_move(tx, job, row, now)
             m = job.move
             played = (m.ply, m.jugada, m.promocion, plan.san)
             made = events.move_played(now, row, job.game_id, job.caller_id, played, turn, plan.fen)
@@ -205,6 +207,17 @@ class Moving:
                 winner = rules.winner_code(plan.outcome.winner)
                 reason = rules.ending_name(plan.outcome.termination)
                 finish(tx, job.game_id, row, winner, reason, now)
+
+    def _declined_by_move(self, tx: StoreTx, job: Job, row: Any, now: int) -> None:
+        """A move by the receiver of a draw offer declines it; the maker's own move leaves
+        it pending (docs/protocol.md section 5)."""
+        mover = WHITE if row.white_id == job.caller_id else BLACK
+        maker = other_color(mover)
+        if getattr(row, rules.req_field(maker)) != REQ_OFFER:
+            return
+        by = (job.caller_id, self._names(tx, [job.caller_id])[0])
+        tx.emit(events.draw_answered(now, row, job.game_id, by, False))
+        tx.update_game(job.game_id, **{rules.req_field(maker): REQ_NONE})
 
     def _names(self, tx: StoreTx, user_ids: list[int]) -> list[str]:
         """Users' names, from this process's copy (a user's name never changes)."""

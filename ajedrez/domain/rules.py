@@ -17,7 +17,6 @@ from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.fen import position_fen
 from ajedrez.domain.text import shown
 from ajedrez.domain.values import (
-    REQ_OFFER,
     STATUS_ACTIVE,
     WINNER_BLACK,
     WINNER_DRAW,
@@ -125,6 +124,30 @@ def req_field(color: str) -> str:
     return "req_white" if color == "B" else "req_black"
 
 
+def offer_field(color: str) -> str:
+    """The games column holding the next ply when ``color`` last offered a draw."""
+    return "white_offer_ply" if color == "B" else "black_offer_ply"
+
+
+class OfferRow(Protocol):
+    @property
+    def next_ply(self) -> int: ...
+    @property
+    def white_offer_ply(self) -> int | None: ...
+    @property
+    def black_offer_ply(self) -> int | None: ...
+
+
+def may_offer_draw(row: OfferRow, color: str) -> bool:
+    """One draw offer per move of its maker's: ``color`` has played a ply since its last
+    offer (or never offered)."""
+    offered_at = row.white_offer_ply if color == "B" else row.black_offer_ply
+    if offered_at is None:
+        return True
+    own_ply = offered_at if color_of_ply(offered_at) == color else offered_at + 1
+    return row.next_ply > own_ply
+
+
 def winner_code(winner: chess.Color | None) -> int:
     if winner is None:
         return WINNER_DRAW
@@ -230,11 +253,6 @@ def plan_move(
             Refusal.WRONG_PLY,
             f"#jugada {move.ply} is not the next ply of {game_name(game_id)}: "
             f"expected {row.next_ply}",
-        )
-    if REQ_OFFER in (row.req_white, row.req_black):
-        raise Failure(
-            Refusal.DRAW_PENDING,
-            f"a draw offer is pending in {game_name(game_id)}: it must be answered (RTBL) first",
         )
     # The stored position settles legality without replaying the game.
     board = boards.take(game_id, row.fen)

@@ -97,7 +97,7 @@ class Reply(IntEnum):
     F_GAMEOVER = 833  # the game is finished
     F_NOTURN = 834  # it is not the caller's turn
     F_PLY = 835  # #jugada is not the next ply of the game (stale or ahead)
-    F_DRAWPEND = 836  # a draw offer is pending: no move until it is answered
+    F_DRAWPEND = 836  # reserved: a move is never refused for a pending draw offer
     F_MISMATCH = 837  # posicion or promocion disagree with jugada
     F_ILLEGAL = 838  # the move is illegal in the position
     F_NOMASJUG = 839  # SPAR: no moves after that ply
@@ -159,7 +159,6 @@ REFUSAL_CODES: dict[Refusal, Reply] = {
     Refusal.GAME_OVER: Reply.F_GAMEOVER,
     Refusal.NOT_YOUR_TURN: Reply.F_NOTURN,
     Refusal.WRONG_PLY: Reply.F_PLY,
-    Refusal.DRAW_PENDING: Reply.F_DRAWPEND,
     Refusal.MOVE_MISMATCH: Reply.F_MISMATCH,
     Refusal.ILLEGAL_MOVE: Reply.F_ILLEGAL,
     Refusal.NO_MORE_MOVES: Reply.F_NOMASJUG,

@@ -85,7 +85,6 @@ REFUSALS: dict[Refusal, str] = {
     Refusal.NOT_YOUR_TURN: NOT_YOUR_TURN,
     # The game moved on since the position the move was read in: not the player's turn.
     Refusal.WRONG_PLY: NOT_YOUR_TURN,
-    Refusal.DRAW_PENDING: "Oferta de tablas pendiente",
     Refusal.MOVE_MISMATCH: INVALID_MOVE,
     Refusal.ILLEGAL_MOVE: INVALID_MOVE,
     Refusal.NO_MORE_MOVES: "No hay más jugadas",

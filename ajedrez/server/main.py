@@ -354,7 +354,13 @@ async def _serve(
         open_signup=settings.open_signup,
         clock=time[0],
     )
-    hub = Hub(db, heartbeat=settings.event_heartbeat, metrics=counted, clock=time[0])
+    hub = Hub(
+        db,
+        heartbeat=settings.event_heartbeat,
+        metrics=counted,
+        clock=time[0],
+        catch_up_limit=settings.event_catch_up_limit,
+    )
     moves = Moves.of(db, *time)
     service = make_service(accounts, games, moves, lim, settings.command_threads, hub)
     sockets = listeners or {}

@@ -94,6 +94,8 @@ class Settings:
     clock_file: str | None = None
     # The event stream (docs/protocol.md section 6).
     event_heartbeat: float = 60.0  # seconds between 603s on a streaming connection
+    # A stream asked to start further back than this many of its user's events gets 602.
+    event_catch_up_limit: int = 1000
     chat_per_minute: int = 10  # CHAT messages a user may send a minute
     seeks_per_player: int = SEEKS_PER_PLAYER  # waiting seeks (BUSC) a user may hold
     event_retention_days: int = 365  # events older are removed (0: kept for ever)
@@ -178,6 +180,8 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
         raise SettingsError("setting max_sessions_per_account must be at least 1")
     if settings.event_retention_days < 0:
         raise SettingsError("setting event_retention_days must be at least 0")
+    if settings.event_catch_up_limit < 1:
+        raise SettingsError("setting event_catch_up_limit must be at least 1")
     for name in ("clock_poll", "event_heartbeat"):
         if getattr(settings, name) <= 0:
             raise SettingsError(f"setting {name} must be above 0")
@@ -295,6 +299,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         help="seconds between heartbeats (603) on a connection that streams events "
         f"({d.event_heartbeat:g})",
+    )
+    p.add_argument(
+        "--event-catch-up-limit",
+        type=int,
+        help="the most of a user's events an EVEN with a cursor replays; further back, "
+        f"602 and a sync by fecha ({d.event_catch_up_limit})",
     )
     p.add_argument(
         "--event-retention-days",

@@ -11,6 +11,11 @@ from the store (its user's events after the client's cursor), holding live event
 meanwhile, then goes live. A stream whose client does not read fast enough stops taking
 live events and, once the client reads again, catches up from the store: nothing is
 ever dropped, and a slow client costs no memory.
+
+Catching up is kept fair: one stream of an account catches up at a time, its pages are
+read off the event loop (``EventReads``), a few events are sent per turn of the loop,
+and a stream asked to start more than ``catch_up_limit`` of its user's events back is
+told to resynchronise by fecha instead (602).
 """
 
 from __future__ import annotations
@@ -19,10 +24,10 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
 from ajedrez.domain import event_kinds as ev
 from ajedrez.domain.clocks import Clock, SystemClock
@@ -32,9 +37,12 @@ from ajedrez.store.db import Database
 from ajedrez.store.events import EventReads
 
 log = logging.getLogger("ajedrez.server")
+R = TypeVar("R")
 
 HUB_PAGE = 1000  # events the hub reads at once
-CATCH_UP_PAGE = 500  # events a stream reads at once while catching up
+CATCH_UP_PAGE = 200  # events a stream reads at once while catching up
+SEND_SLICE = 50  # events a catching-up stream sends per turn of the loop
+CATCH_UP_LIMIT = 1000  # of a user's events: a stream starting further back gets 602
 PENDING_LIMIT = 2000  # live events a catching-up stream holds; beyond, it reads them again
 CATCH_UP_RETRY_SECONDS = 1.0
 
@@ -80,8 +88,11 @@ class Hub:
         heartbeat: float = 60.0,
         metrics: Metrics | None = None,
         clock: Clock | None = None,
+        catch_up_limit: int = CATCH_UP_LIMIT,
     ) -> None:
         self.reads = EventReads(db)
+        self.catch_up_limit = catch_up_limit
+        self._turns: dict[int, tuple[asyncio.Lock, list[int]]] = {}  # user -> (lock, [users])
         self.metrics = metrics or Metrics()
         self.clock = clock or SystemClock()  # the one events are stamped with: their lag
         self.db = db
@@ -113,6 +124,21 @@ class Hub:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        self.reads.close()
+
+    @contextlib.asynccontextmanager
+    async def catch_up_turn(self, user_id: int) -> AsyncIterator[None]:
+        """The account's turn to catch up: one stream of an account at a time, so many
+        sessions replaying one history cost what one does."""
+        lock, users = self._turns.setdefault(user_id, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._turns[user_id]
 
     # -- waking ------------------------------------------------------------------------------
 
@@ -301,18 +327,21 @@ class Stream:
         if not catch_up:
             self._go_live()
             return
-        gap = await self._gap()
-        if gap is not None:
-            self._write(Marker(Mark.GAP, gap))
-            self.sent = gap
-        await self._catch_up()
+        async with hub.catch_up_turn(self.user_id):
+            gap = await self._gap()
+            if gap is not None:
+                self._write(Marker(Mark.GAP, gap))
+                self.sent = gap
+            await self._catch_up()
 
     async def _gap(self) -> int | None:
         """Where the stream must go on from, when it cannot from the cursor asked: after
         the newest event discarded, for a cursor older than that; after the newest event
         there is, for a cursor beyond it (a database restored from an older backup: the
-        events numbered up to the client's cursor will be new ones). The counter is read
-        from the store, not from the hub, which may not have seen another process's
+        events numbered up to the client's cursor will be new ones), or for a cursor more
+        than ``catch_up_limit`` of the user's events back (a client that far behind
+        resynchronises by fecha, which costs far less than the replay). The counter is
+        read from the store, not from the hub, which may not have seen another process's
         newest events yet."""
         rows = await self._from_store(self.hub.reads.horizon)
         newest, pruned = int(rows[0].last), int(rows[0].pruned_through)
@@ -320,9 +349,14 @@ class Stream:
             return newest
         if self.sent < pruned:
             return pruned
+        limit = self.hub.catch_up_limit
+        if newest - self.sent > limit and await self._from_store(
+            lambda: self.hub.reads.beyond(self.user_id, self.sent, limit)
+        ):
+            return newest
         return None
 
-    async def _from_store(self, read: Callable[[], Awaitable[list[Any]]]) -> list[Any]:
+    async def _from_store(self, read: Callable[[], Awaitable[R]]) -> R:
         """What ``read`` gets from the store, asked again after a pause while it fails."""
         while True:
             try:
@@ -342,9 +376,11 @@ class Stream:
                 page = await self._from_store(
                     lambda: self.hub.reads.of_user(self.user_id, self.sent, CATCH_UP_PAGE)
                 )
-                for event in page:
+                for i, event in enumerate(page, start=1):
                     if not self._send(event):
                         return  # stalled: writable() starts again from self.sent
+                    if i % SEND_SLICE == 0:
+                        await asyncio.sleep(0)  # the others' turn
                 if len(page) == CATCH_UP_PAGE:
                     continue
                 if self.overflow:  # some live events were not kept: read them again
@@ -413,4 +449,8 @@ class Stream:
             return
         self.stalled = False
         assert self.hub._loop is not None
-        self.task = self.hub._loop.create_task(self._catch_up())
+        self.task = self.hub._loop.create_task(self._catch_up_in_turn())
+
+    async def _catch_up_in_turn(self) -> None:
+        async with self.hub.catch_up_turn(self.user_id):
+            await self._catch_up()

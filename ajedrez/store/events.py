@@ -1,7 +1,10 @@
 """The stored event stream as the server reads it: every event after a cursor (a
 process's hub), one user's events after a cursor (a stream catching up), the counter.
-Each read is queued like a STAT (``Database.read_later``); events come back as
-:class:`StoredEvent` values, their data decoded once (``event_data.py``).
+The hub's reads are queued like a STAT (``Database.read_later``); a stream's catch-up
+reads, pages of many events each, run one at a time on a thread of their own, so that
+however many streams catch up they never hold the event loop or the queue that moves'
+reads share. Events come back as :class:`StoredEvent` values, their data decoded once
+(``event_data.py``).
 
 Events are written by the transactions that make them (``Tx.emit``, ``Tx.flush_events``);
 what tells a process that some have committed is the database's (``Database.on_events``).
@@ -10,6 +13,7 @@ what tells a process that some have committed is the database's (``Database.on_e
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import delete, select, update
@@ -26,6 +30,10 @@ PRUNE_BATCH = 5000  # events looked at, and removed, per transaction
 class EventReads:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._catch_up = ThreadPoolExecutor(1, thread_name_prefix="catch-up")
+
+    def close(self) -> None:
+        self._catch_up.shutdown(wait=False, cancel_futures=True)
 
     def horizon(self) -> asyncio.Future[list[Any]]:
         """The counter's row: ``last`` (the newest id given) and ``pruned_through``."""
@@ -39,8 +47,24 @@ class EventReads:
     async def of_user(self, user_id: int, cursor: int, limit: int) -> list[StoredEvent]:
         """Up to ``limit`` of the user's events after ``cursor``, in order: as a player,
         and of the games the user observes now."""
-        rows = await self.db.read_later(st.USER_EVENTS_AFTER, uid=user_id, after=cursor, n=limit)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._catch_up, self._of_user, user_id, cursor, limit)
+
+    def _of_user(self, user_id: int, cursor: int, limit: int) -> list[StoredEvent]:
+        params = {"uid": user_id, "after": cursor, "n": limit}
+        with self.db.read_each() as conn:
+            rows = st.USER_EVENTS_AFTER.all_each(conn, [params])[0]
         return [stored(row) for row in rows]
+
+    async def beyond(self, user_id: int, cursor: int, limit: int) -> bool:
+        """Has the user more than ``limit`` events after ``cursor``?"""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._catch_up, self._beyond, user_id, cursor, limit)
+
+    def _beyond(self, user_id: int, cursor: int, limit: int) -> bool:
+        params = {"uid": user_id, "after": cursor, "n": limit + 1, "skip": limit}
+        with self.db.read_each() as conn:
+            return bool(st.USER_EVENT_BEYOND.all_each(conn, [params])[0])
 
     def observed(self, user_id: int) -> asyncio.Future[list[Any]]:
         """The games the user observes (rows of one column, ``game_id``)."""

@@ -131,6 +131,10 @@ class Game(Base):
     winner: Mapped[int] = mapped_column(SmallInteger, default=WINNER_NONE)
     req_white: Mapped[int] = mapped_column(SmallInteger, default=REQ_NONE)
     req_black: Mapped[int] = mapped_column(SmallInteger, default=REQ_NONE)
+    # The game's next_ply when each side last offered a draw (NULL: never): one offer per
+    # move of its maker's (docs/protocol.md, TBLS).
+    white_offer_ply: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    black_offer_ply: Mapped[int | None] = mapped_column(Integer, nullable=True)
     next_ply: Mapped[int] = mapped_column(Integer, default=1)
     # The position after the last move, so a move is checked without replaying the game.
     fen: Mapped[str] = mapped_column(Text)

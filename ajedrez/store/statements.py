@@ -314,6 +314,22 @@ _USER_EVENTS = union_all(
 USER_EVENTS_AFTER = Prepared(
     select(*_USER_EVENTS.c).order_by(_USER_EVENTS.c.id).limit(bindparam("n"))
 )
+# The id of the user's event ``skip`` + 1 after a cursor (no row: there are fewer), with
+# ``n`` = ``skip`` + 1: how far behind a stream would start, read from the indexes alone.
+_USER_EVENT_IDS = union_all(
+    *(
+        _page(select(Event.id).where(_AFTER, column == bindparam("uid")))
+        for column in (Event.user_a, Event.user_b)
+    ),
+    _page(
+        select(Event.id)
+        .join(Observer, Observer.game_id == Event.game_id)
+        .where(_AFTER, Observer.user_id == bindparam("uid"), Event.observers.is_(True))
+    ),
+).subquery("i")
+USER_EVENT_BEYOND = Prepared(
+    select(_USER_EVENT_IDS.c.id).order_by(_USER_EVENT_IDS.c.id).offset(bindparam("skip")).limit(1)
+)
 # Does the user observe the game?
 OBSERVING = Prepared(
     select(Observer.user_id).where(

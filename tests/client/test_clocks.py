@@ -115,17 +115,6 @@ def test_a_clock_before_the_answer_shows_the_bank_whole():
     assert now.white_ms == 3 * DAY_MS
 
 
-def test_the_receiver_of_a_draw_offer_is_the_one_who_must_answer():
-    status = relj(waiting=BLACK, black=DAY_MS)  # white offered, in white's turn
-    now = clock_at(status, 0, AHORA)
-    assert running_sentence(now, BOB_BLACK, draw_offer=True) == (
-        "you have 1 d to answer the draw offer"
-    )
-    assert running_sentence(now, ANA_WHITE, draw_offer=True) == (
-        "bob has 1 d to answer the draw offer"
-    )
-
-
 def test_no_clock_runs_in_a_finished_game():
     status = relj(waiting="-", white=0, black=2 * DAY_MS, fin="timeout")
     now = clock_at(status, 0, AHORA + 10 * DAY_MS)

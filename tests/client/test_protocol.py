@@ -17,7 +17,6 @@ from ajedrez.client import (
     WHITE,
     Client,
     ConnectionLost,
-    DrawPending,
     GameOver,
     IllegalMove,
     NoChallenge,
@@ -159,8 +158,6 @@ def test_moves_and_the_failures_a_player_meets(connect, new_user):
 
     white.tbls(gid, black.user)
     assert black.stat(gid).draw_offered_by == WHITE
-    with pytest.raises(DrawPending):
-        play(white, board, gid, "Nf3")
     black.rtbl(gid, False, white.user)
     with pytest.raises(ProtocolFailure) as e4:
         white.finp(gid, black.user)

@@ -111,9 +111,10 @@ def test_a_challenge_with_a_time_control_is_accepted_and_its_clock_shown(timed):
     )
     assert f"Clock: 3d | {ana} (white) 3 d | {bob} (black) 2 d 23 h" in a("show", gid).out
 
-    # A draw offer hands the clock to the one who must answer it.
+    # A draw offer leaves the clock alone: bob, to move, offers and his clock runs on.
     b("draw", "offer", gid)
-    assert "You have 2 d 23 h to answer the draw offer" in a("show", gid, "--sync").out
+    shown = a("show", gid, "--sync").out
+    assert f"{bob} has 2 d 23 h to move" in shown, shown
 
 
 def test_games_without_a_clock_look_as_they_did(timed):

@@ -575,6 +575,32 @@ def test_resume_gives_exactly_the_missed_events(stream, watching, new_user):
     assert again.events == [e]
 
 
+def test_a_cursor_too_far_back_gets_602_and_a_sync_by_fecha(database_url, conns, new_user):
+    """More than ``--event-catch-up-limit`` of the user's events after the cursor: 602 at
+    the newest event, no replay; within the limit, the replay as always."""
+    srv = start_server(database_url, "--event-catch-up-limit", "5")
+    try:
+
+        def open_(name: str) -> Stream:
+            c = connect(srv, name)
+            conns.append(c)
+            return c
+
+        ana, bob = new_user("la"), new_user("lb")
+        a, b, s = open_(ana), open_(bob), open_(ana)
+        start = s.subscribe()
+        m = match(ana, a, bob, b)
+        m.play("e4", "e5", "Nf3", "Nc6")
+        seen = s.events(6)  # DESAFIO, INICIO_PARTIDA, four moves
+        far = open_(ana).subscribe(start.aldia)
+        assert far.gap is not None and far.gap >= seen[-1].cursor, far
+        assert far.events == []
+        near = open_(ana).subscribe(seen[0].cursor)
+        assert near.gap is None and near.events == seen[1:]
+    finally:
+        srv.stop()
+
+
 def test_even_again_on_the_same_connection_starts_over(stream, watching, new_user):
     ana, bob = new_user("aa"), new_user("ab")
     a, b = stream(ana), stream(bob)

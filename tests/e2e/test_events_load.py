@@ -131,16 +131,20 @@ class Pair:
             game = GameRecord(r.text, self.white, self.black)
             self.games.append(game)
             board = chess.Board()
+            # One offer per move of its maker's (docs/protocol.md, TBLS).
+            may_offer = {chess.WHITE: True, chess.BLACK: True}
             while board.outcome() is None and played < self.plies:
-                if rng.random() < 0.02:  # a draw offered and declined
-                    first = rng.random() < 0.5
+                first = rng.random() < 0.5
+                if rng.random() < 0.02 and may_offer[first]:  # a draw offered and declined
                     offerer, answerer = (w, b) if first else (b, w)
                     names = (self.white, self.black) if first else (self.black, self.white)
                     yield (offerer, f"TBLS:{game.pid}:{names[1]}", 209)
                     yield (answerer, f"RTBL:{game.pid}:N:{names[0]}", 210)
+                    may_offer[first] = False
                     game.offers += 1
                 move = rng.choice(sorted(board.legal_moves, key=lambda m: m.uci()))
                 mover = w if board.turn == chess.WHITE else b
+                may_offer[board.turn] = True
                 yield (mover, jgda(game.pid, len(board.move_stack) + 1, move), 208)
                 game.sans.append(board.san(move))
                 board.push(move)
@@ -151,7 +155,7 @@ class Pair:
             if outcome is not None:  # the server ends it by itself
                 game.winner = winner_code(outcome)
                 game.reason = REASONS.get(outcome.termination)
-            elif rng.random() < 0.5:
+            elif rng.random() < 0.5 or not may_offer[chess.WHITE]:
                 loser_white = rng.random() < 0.5
                 loser, other = (w, self.black) if loser_white else (b, self.white)
                 yield (loser, f"REND:{game.pid}:{other}", 211)

@@ -184,11 +184,9 @@ def test_order_of_checks(login, new_user, db):
     assert m.w.cmd(raw_move(m.pid, 1, "e3e4", pos="0000")).code == 837
     # no piece (8) before a promocion check (9)
     assert m.w.cmd(raw_move(m.pid, 1, "e3e4", promo=5)).code == 838
-    # a pending draw offer (6) before a mismatch (7)
+    # a pending draw offer refuses nothing: the mismatch (6) is what is wrong
     assert m.b.cmd(f"TBLS:{m.pid}:{m.white}").code == 209
-    assert m.w.cmd(raw_move(m.pid, 1, "e2e4", pos="0000")).code == 836
-    assert m.w.cmd(raw_move(m.pid, 1, "e2e5")).code == 836
-    # but the turn (4) and the ply (5) come before the offer (6)
+    assert m.w.cmd(raw_move(m.pid, 1, "e2e4", pos="0000")).code == 837
     assert m.b.cmd(raw_move(m.pid, 1, "e7e5")).code == 834
     assert m.w.cmd(raw_move(m.pid, 3, "e2e4")).code == 835
     assert m.w.cmd(f"RTBL:{m.pid}:N:{m.black}").code == 210
@@ -202,21 +200,24 @@ def test_order_of_checks(login, new_user, db):
     assert login(new_user("oc")).cmd(raw_move(m.pid, 5, "a2a3")).code == 831
 
 
-def test_draw_offer_blocks_both_players(login, new_user, db):
+def test_a_draw_offer_blocks_no_move(login, new_user):
     m = start_match(login, new_user, prefix="db")
     m.play("e4")
-    # White offers while it is black's turn; black may not move.
+    # White offers on black's turn; black's move declines it.
     assert m.w.cmd(f"TBLS:{m.pid}:{m.black}").code == 209
-    assert m.b.cmd(jgda(m.pid, 2, chess.Move.from_uci("e7e5"))).code == 836
-    assert m.b.cmd(f"RTBL:{m.pid}:N:{m.white}").code == 210
     m.play("e5")
-    # Black offers while it is white's turn; white may not move.
-    assert m.b.cmd(f"TBLS:{m.pid}:{m.white}").code == 209
-    assert m.w.cmd(jgda(m.pid, 3, chess.Move.from_uci("g1f3"))).code == 836
-    assert_unchanged(m, db)
-    assert m.w.cmd(f"RTBL:{m.pid}:N:{m.black}").code == 210
-    m.play("Nf3")
-    assert_unchanged(m, db)
+    assert (stat(m.w, m.pid).sol_white, stat(m.w, m.pid).sol_black) == (0, 0)
+    assert m.b.cmd(f"RTBL:{m.pid}:S:{m.white}").code == 841
+    # One offer per move: white offers again only after a move of its own.
+    assert m.w.cmd(f"TBLS:{m.pid}:{m.black}").code == 840
+    m.play("Nf3", "Nc6")
+    # White offers on its own turn and moves: the offer stands for black to answer.
+    assert m.w.cmd(f"TBLS:{m.pid}:{m.black}").code == 209
+    m.play("Bc4")
+    assert stat(m.b, m.pid).sol_white == 1
+    assert m.b.cmd(f"RTBL:{m.pid}:S:{m.white}").code == 210
+    st = stat(m.w, m.pid)
+    assert (st.status, st.winner, st.sol_white, st.sol_black) == (2, 3, 1, 2)
 
 
 # == special moves ===========================================================================

@@ -71,6 +71,12 @@ class GameModel:
     status: int = 0
     winner: int = 0
     req: dict[str, int] = field(default_factory=lambda: {"B": 0, "N": 0})
+    offered_at: dict[str, int] = field(default_factory=dict)  # colour -> next ply then
+
+    def may_offer(self, color: str) -> bool:
+        """One draw offer per move of its maker's: ``color`` played since its last."""
+        at = self.offered_at.get(color)
+        return at is None or any(ply_color(p) == color for p in range(at, self.next_ply))
 
     @property
     def next_ply(self) -> int:
@@ -341,8 +347,6 @@ class Espol(RuleBasedStateMachine):
             return 834
         if ply != g.next_ply:
             return 835
-        if 1 in g.req.values():
-            return 836
         frm, to = chess.parse_square(jug[:2]), chess.parse_square(jug[2:])
         if pos != f"{frm:02d}{to:02d}":
             return 837
@@ -358,6 +362,7 @@ class Espol(RuleBasedStateMachine):
         if not g.board.is_legal(chess.Move(frm, to, PIECE[promo])):
             return 838
         g.board.push(chess.Move(frm, to, PIECE[promo]))
+        g.req[other(color)] = 0 if g.req[other(color)] == 1 else g.req[other(color)]
         g.moves.append((jug, reverso, pos, promo))
         outcome = g.board.outcome(claim_draw=False)
         if outcome is not None:
@@ -397,7 +402,7 @@ class Espol(RuleBasedStateMachine):
         g = data.draw(st.sampled_from(active), label="game")
         script = g.next_ply == 1 and data.draw(st.booleans(), label="promotion line?")
         for i in range(len(PROMOTION_LINE) if script else n):
-            if g.status != 0 or 1 in g.req.values():
+            if g.status != 0:
                 break
             if script:
                 move = chess.Move.from_uci(PROMOTION_LINE[i])
@@ -475,11 +480,13 @@ class Espol(RuleBasedStateMachine):
         me = self.user(s)
         code, g = self.game_checks(me, pid, dest)
         if code == 0:
-            if 1 in g.req.values():
+            mine = g.color_of(me)
+            if 1 in g.req.values() or not g.may_offer(mine):  # type: ignore[arg-type]
                 code = 840
             else:
                 code = 209
-                g.req[g.color_of(me)] = 1  # type: ignore[index]
+                g.req[mine] = 1  # type: ignore[index]
+                g.offered_at[mine] = g.next_ply  # type: ignore[index]
         alias = data.draw(st.sampled_from(["TBLS", "TBLs"]), label="alias")
         self.expect(s, f"{alias}:{pid}:{dest}", code)
         self.dirty.add(pid)

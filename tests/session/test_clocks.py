@@ -1,6 +1,6 @@
 """Clocks through the session (docs/protocol.md sections 4 and 5): time controls on JUEG,
 TRAN:1, SOLI:1 and ACEP; RELJ; timed moves and deadlines (JGDA and the scheduler's pass,
-``Timekeeping.flag_due``); draw offers handing the clock over; games aborted or drawn on
+``Timekeeping.flag_due``); draw offers leaving the clock alone; games aborted or drawn on
 time; leave (LICE); the start-up grace; PGNX of a clocked game.
 
 Both players' sessions share one ``FakeClock`` (``clock``): time passes only when a test
@@ -466,41 +466,64 @@ def test_increments_and_caps_over_several_moves(timed, control, steps):
         ), (ply, used)
 
 
-def test_draw_offers_hand_the_clock_over(timed):
+def test_a_draw_offer_changes_neither_the_running_clock_nor_who_may_move(timed):
     g = timed.game("10m")
     timed.at(S + MINUTE_MS)
-    # white, to move, offers: black's clock runs, white's stops
-    assert g.w.raw(f"TBLS:{g.pid}:{g.black}") == frame(209)
-    offered = clock_record(
-        g.pid, S + MINUTE_MS, "10m", 9 * MINUTE_MS, 10 * MINUTE_MS, "N", S + 11 * MINUTE_MS
-    )
-    assert g.b.raw(f"RELJ:{g.pid}") == offered
-    timed.at(S + 3 * MINUTE_MS)
-    assert g.b.raw(f"RELJ:{g.pid}") == clock_record(
-        g.pid, S + 3 * MINUTE_MS, "10m", 9 * MINUTE_MS, 8 * MINUTE_MS, "N", S + 11 * MINUTE_MS
-    )
-    assert g.w.cmd(raw_move(g.pid, 1, "e2e4")).code == 836
-    # black declines: the side to move (white) runs again; black was charged, no increment
-    assert g.b.raw(f"RTBL:{g.pid}:N:{g.white}") == frame(210)
-    declined = clock_record(
-        g.pid, S + 3 * MINUTE_MS, "10m", 9 * MINUTE_MS, 8 * MINUTE_MS, "B", S + 12 * MINUTE_MS
-    )
-    assert g.w.raw(f"RELJ:{g.pid}") == declined
-    timed.at(S + 4 * MINUTE_MS)
     running = clock_record(
-        g.pid, S + 4 * MINUTE_MS, "10m", 8 * MINUTE_MS, 8 * MINUTE_MS, "B", S + 12 * MINUTE_MS
+        g.pid, S + MINUTE_MS, "10m", 9 * MINUTE_MS, 10 * MINUTE_MS, "B", S + 10 * MINUTE_MS
     )
-    assert g.w.raw(f"RELJ:{g.pid}") == running
-    # black, not to move, offers: nothing changes (white's clock runs on)
+    # white, to move, offers: white's clock runs on, and white may still move
+    assert g.w.raw(f"TBLS:{g.pid}:{g.black}") == frame(209)
+    assert g.b.raw(f"RELJ:{g.pid}") == running
+    timed.at(S + 3 * MINUTE_MS)
+    assert move(g.w, g, 1, "e2e4") == frame(208)  # the maker's move: the offer stands
+    assert stat(g.b, g.pid)[6:8] == ["1", "0"]
+    assert g.b.raw(f"RELJ:{g.pid}") == clock_record(
+        g.pid, S + 3 * MINUTE_MS, "10m", 7 * MINUTE_MS, 10 * MINUTE_MS, "N", S + 13 * MINUTE_MS
+    )
+    # black, to move, answers by moving: the move declines the offer
+    timed.at(S + 4 * MINUTE_MS)
+    assert move(g.b, g, 2, "e7e5") == frame(208)
+    assert stat(g.w, g.pid)[6:8] == ["0", "0"]
+    assert g.w.cmd(f"RTBL:{g.pid}:S:{g.black}").code == 841  # nothing left to accept
+    # black, not to move, offers: white's clock runs on; white declines: nothing changes
+    still = clock_record(
+        g.pid, S + 4 * MINUTE_MS, "10m", 7 * MINUTE_MS, 9 * MINUTE_MS, "B", S + 11 * MINUTE_MS
+    )
     assert g.b.raw(f"TBLS:{g.pid}:{g.white}") == frame(209)
-    assert g.w.raw(f"RELJ:{g.pid}") == running
-    # white declines: still nothing changes
+    assert g.w.raw(f"RELJ:{g.pid}") == still
     assert g.w.raw(f"RTBL:{g.pid}:N:{g.black}") == frame(210)
-    assert g.w.raw(f"RELJ:{g.pid}") == running
+    assert g.w.raw(f"RELJ:{g.pid}") == still
+
+
+def test_a_declined_offer_is_not_renewed_before_its_maker_moves(timed):
+    g = timed.game("10m")
+    assert g.w.raw(f"TBLS:{g.pid}:{g.black}") == frame(209)
+    assert g.b.raw(f"RTBL:{g.pid}:N:{g.white}") == frame(210)
+    again = g.w.cmd(f"TBLS:{g.pid}:{g.black}")
+    assert again.code == 840
+    assert "after your next move" in again.text, again
     assert move(g.w, g, 1, "e2e4") == frame(208)
-    assert g.w.raw(f"RELJ:{g.pid}") == clock_record(
-        g.pid, S + 4 * MINUTE_MS, "10m", 8 * MINUTE_MS, 8 * MINUTE_MS, "N", S + 12 * MINUTE_MS
-    )
+    # black offers on white's move, then moves: a new offer only after that move
+    assert g.b.raw(f"TBLS:{g.pid}:{g.white}") == frame(209)
+    assert g.w.raw(f"RTBL:{g.pid}:N:{g.black}") == frame(210)
+    assert g.b.cmd(f"TBLS:{g.pid}:{g.white}").code == 840
+    assert move(g.b, g, 2, "e7e5") == frame(208)
+    assert g.b.raw(f"TBLS:{g.pid}:{g.white}") == frame(209)
+    # white, whose last offer came before its last move, may offer again too
+    assert g.w.cmd(f"RTBL:{g.pid}:N:{g.black}").code == 210
+    assert g.w.raw(f"TBLS:{g.pid}:{g.black}") == frame(209)
+
+
+def test_an_offer_opens_no_way_round_the_last_hour_rule_of_leave(timed):
+    g = timed.game("1d")
+    timed.at(S + DAY_MS - 30 * MINUTE_MS)  # white, to move, has 30 minutes left
+    assert g.w.cmd("LICE:I").code == 844
+    assert g.w.raw(f"TBLS:{g.pid}:{g.black}") == frame(209)
+    assert g.w.cmd("LICE:I").code == 844
+    assert g.b.raw(f"TBLS:{g.pid}:{g.white}").startswith(b"840")  # one offer pending
+    assert g.w.raw(f"RTBL:{g.pid}:N:{g.black}").startswith(b"841")
+    assert g.w.cmd("LICE:I").code == 844
 
 
 def test_an_offer_accepted_stops_the_clocks(timed):
@@ -515,20 +538,20 @@ def test_an_offer_accepted_stops_the_clocks(timed):
     assert g.pid not in timed.flag_due(g.w)
 
 
-def test_ignoring_an_offer_runs_the_receivers_clock_out(timed):
-    """Nobody wins on time by ignoring an offer: the receiver's clock runs."""
+def test_ignoring_an_offer_runs_no_clock_but_the_side_to_moves(timed):
+    """Nobody wins on time by ignoring an offer: the side to move's clock runs."""
     g = timed.game("10m")
     assert move(g.w, g, 1, "e2e4") == frame(208)
     timed.at(S + SECOND_MS)
     assert move(g.b, g, 2, "e7e5") == frame(208)
     timed.at(S + 2 * SECOND_MS)
     assert g.w.raw(f"TBLS:{g.pid}:{g.black}") == frame(209)  # on white's own turn
-    deadline = S + 2 * SECOND_MS + 10 * MINUTE_MS - SECOND_MS  # black's bank: 9:59
+    deadline = S + SECOND_MS + 10 * MINUTE_MS  # white's bank: 10:00 from black's move
     timed.at(deadline - 1)
     assert g.pid not in timed.flag_due(g.w)
     timed.at(deadline)
     assert timed.flag_due(g.w).get(g.pid) == "timeout"
-    assert status_and_winner(g.w, g.pid) == ("2", "1")  # white won
+    assert status_and_winner(g.w, g.pid) == ("2", "2")  # black won: white ignored its turn
 
 
 # -- aborted and drawn on time --------------------------------------------------------------

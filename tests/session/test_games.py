@@ -111,7 +111,6 @@ def test_checkmate_ends_the_game(game):
 def test_draw_offer_declined_then_accepted(game):
     assert game.w.raw(f"TBLS:{game.pid}:{game.black}") == frame(209)
     assert stat_fields(game.b, game.pid)[6:8] == ["1", "0"]
-    assert game.w.cmd(raw_move(game.pid, 1, "e2e4")).code == 836  # no move while pending
     assert game.w.cmd(f"TBLS:{game.pid}:{game.black}").code == 840
     assert game.w.cmd(f"RTBL:{game.pid}:S:{game.black}").code == 841  # not one's own
     assert game.b.raw(f"RTBL:{game.pid}:N:{game.white}") == frame(210)

@@ -8,6 +8,7 @@ client that stops reading, and observers joining and leaving.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ class Log:
         default_factory=list
     )
     pruned_through: int = 0
+    beyond_asked: int = 0
 
     def add(self, kind: str, fields: dict[str, Value], **who: Any) -> StoredEvent:
         row = StoredEvent(
@@ -95,6 +97,16 @@ class Log:
 
         return self._read(lambda: [Observed(g) for g, u in sorted(self.observing) if u == user_id])
 
+    def beyond(self, user_id: int, cursor: int, limit: int) -> asyncio.Future[bool]:
+        self.beyond_asked += 1
+        mine = self.of_user(user_id, cursor, limit + 1)
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        mine.add_done_callback(lambda f: done.set_result(len(f.result()) > limit))
+        return done
+
+    def close(self) -> None:
+        pass
+
 
 class FakeDb:
     event_poll = 3600.0  # the tests wake the hub themselves
@@ -136,8 +148,8 @@ def run(loop: asyncio.AbstractEventLoop, steps: int = 20) -> None:
         loop.run_until_complete(asyncio.sleep(0))
 
 
-def started_hub(loop: asyncio.AbstractEventLoop, log: Log) -> Hub:
-    hub = Hub(FakeDb(), heartbeat=3600)  # type: ignore[arg-type]
+def started_hub(loop: asyncio.AbstractEventLoop, log: Log, **options: Any) -> Hub:
+    hub = Hub(FakeDb(), heartbeat=3600, **options)  # type: ignore[arg-type]
     hub.reads = log  # type: ignore[assignment]
     loop.run_until_complete(hub.start())
     return hub
@@ -348,6 +360,87 @@ def test_a_cursor_at_the_newest_event_gets_no_602(loop):
     hub = started_hub(loop, log)
     _stream, sink = open_stream(loop, hub, 2, 5)
     assert sink.frames == [(Reply.V_ALDIA, "5")]
+
+
+def test_a_cursor_further_back_than_the_catch_up_limit_gets_602_at_the_newest(loop):
+    log = Log()
+    for n in range(1, 13):
+        move(log, n)
+    hub = started_hub(loop, log, catch_up_limit=10)
+    _stream, sink = open_stream(loop, hub, 2, 1)  # 11 of its events back
+    assert sink.frames == [(Reply.V_HUECO, "12"), (Reply.V_ALDIA, "12")]
+    move(log, 13)
+    hub.wake()
+    run(loop)
+    assert sink.events() == [13]
+    _stream, sink = open_stream(loop, hub, 2, 3)  # 10 back: replayed
+    assert sink.events() == list(range(4, 14))
+    assert Reply.V_HUECO not in sink.codes()
+
+
+def test_other_users_events_do_not_count_against_the_catch_up_limit(loop):
+    log = Log()
+    for n in range(1, 40):
+        move(log, n, a=5, b=6)
+    move(log, 40)
+    hub = started_hub(loop, log, catch_up_limit=10)
+    _stream, sink = open_stream(loop, hub, 2, 0)
+    assert sink.frames[0][0] == Reply.V_EVENTO and sink.events() == [40]
+    assert log.beyond_asked == 1
+    # within the limit by the counter alone: the store is not asked
+    _stream, sink = open_stream(loop, hub, 2, 35)
+    assert sink.events() == [40] and log.beyond_asked == 1
+
+
+def test_one_stream_of_an_account_catches_up_at_a_time(loop, monkeypatch):
+    monkeypatch.setattr(stream_module, "CATCH_UP_PAGE", 2)
+    log = Log()
+    for n in range(1, 6):
+        move(log, n)
+    hub = started_hub(loop, log)
+    pages: list[tuple[int, int]] = []
+    of_user = log.of_user
+
+    def recorded(user_id: int, cursor: int, limit: int) -> asyncio.Future[list[Any]]:
+        pages.append((user_id, cursor))
+        return of_user(user_id, cursor, limit)
+
+    log.of_user = recorded  # type: ignore[method-assign]
+    log.eager = False  # each read waits for the test: the streams' reads interleave
+    sinks = [Sink(), Sink(), Sink()]
+    for sink, user in zip(sinks, (2, 2, 1), strict=True):
+        hub.open(sink, user, 0)
+    for _ in range(20):
+        run(loop)
+        log.settle()
+    assert [sink.events() for sink in sinks] == [[1, 2, 3, 4, 5]] * 3
+    # the second stream of user 2 began when the first had finished; user 1's did not wait
+    assert [c for u, c in pages if u == 2] == [0, 2, 4, 0, 2, 4]
+    assert pages.index((1, 2)) < pages.index((2, 4))
+    assert hub._turns == {}
+
+
+def test_a_catch_up_sends_a_slice_of_events_per_turn_of_the_loop(loop):
+    log = Log()
+    total = 2 * stream_module.SEND_SLICE + 7
+    for n in range(1, total + 1):
+        move(log, n)
+    hub = started_hub(loop, log)
+    sink = Sink()
+    counts: list[int] = []
+
+    def each_turn() -> None:  # runs once per turn of the loop
+        counts.append(len(sink.events()))
+        if len(counts) < 50:
+            loop.call_soon(each_turn)
+
+    loop.call_soon(each_turn)
+    hub.open(sink, 2, 0)
+    for _ in range(10):
+        loop.run_until_complete(asyncio.sleep(0.001))
+    steps = [b - a for a, b in itertools.pairwise(counts)]
+    assert counts[-1] == total
+    assert 0 < max(steps) <= stream_module.SEND_SLICE, steps
 
 
 def test_an_observer_gets_the_game_from_joining_to_leaving(loop):

@@ -8,6 +8,7 @@ process is told of commits (its own at once, PostgreSQL's other processes by LIS
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -17,7 +18,7 @@ from sqlalchemy import select
 from ajedrez.domain.events import Event
 from ajedrez.store import statements as st
 from ajedrez.store.db import Database
-from ajedrez.store.events import PRUNE_BATCH, prune_events
+from ajedrez.store.events import PRUNE_BATCH, EventReads, prune_events
 from ajedrez.store.models import EventCounter
 
 WRITERS = 6
@@ -169,3 +170,35 @@ def test_retention_works_through_many_batches(own_db):
             tx.emit(event(n, at_ms=1))
     assert prune_events(db, 2) == count
     assert horizon(db) == (base + count, base + count)
+
+
+def test_a_stream_catch_up_reads_the_users_events_and_how_far_behind_it_is(own_db):
+    """``EventReads.of_user`` and ``beyond`` (a stream's catch-up and its limit, on the
+    catch-up thread): a user's events as either player, and none of anyone else's."""
+    _url, db = own_db
+    base, _pruned = horizon(db)
+    user, other = 9_001, 9_002
+
+    def made(n: int, a: int, b: int) -> Event:
+        return Event("TABLAS", {"partida": n, "usuario": "ana"}, 1_000, n, a, b, a)
+
+    with db.write() as tx:
+        for n in range(4):
+            tx.emit(made(n, user, other))
+            tx.emit(made(n, other + 1, other + 2))  # not the user's
+            tx.emit(made(n, other, user))
+    reads = EventReads(db)
+
+    async def check() -> None:
+        mine = await reads.of_user(user, base, 100)
+        assert [e.id for e in mine] == [base + 3 * n + k for n in range(4) for k in (1, 3)]
+        assert await reads.beyond(user, base, 7) is True
+        assert await reads.beyond(user, base, 8) is False
+        assert await reads.beyond(user, mine[0].id, 6) is True
+        assert await reads.beyond(user, mine[1].id, 6) is False
+        assert await reads.beyond(user + 99, base, 0) is False
+
+    try:
+        asyncio.run(check())
+    finally:
+        reads.close()
