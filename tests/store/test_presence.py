@@ -186,3 +186,34 @@ def test_an_account_s_sessions_are_capped_over_every_process(
     with pytest.raises(Failure):
         two.arrive(ana_id, ana)
     two.vacate()
+
+
+def test_the_process_that_takes_a_dead_one_s_place_clears_its_rows(
+    db: Database, accounts: Accounts, live_games: Games, clock: FakeClock
+) -> None:
+    """A server restarted after a crash (the same machine, listeners and slot: the same
+    holder) clears what the dead one could not count out, before it serves."""
+    (ana_id, ana), (bob_id, _bob) = account(accounts), account(accounts)
+    dead = Presence(db, clock, holder="restarted-slot", max_sessions=2)
+    dead.arrive(ana_id, ana)
+    dead.arrive(ana_id, ana)
+    control = fresh_control()
+    assert live_games.live.seek(ana_id, control, False) is None
+    again = Presence(db, clock, holder="restarted-slot", max_sessions=2)
+    assert again.vacate() >= 1  # ana is connected nowhere now: her live seek goes
+    assert seeks_of(live_games, ana) == []
+    again.arrive(ana_id, ana)  # her places are free at once, not in 2 minutes
+    again.arrive(ana_id, ana)
+    again.arrive(bob_id)
+    again.vacate()
+
+
+def test_a_process_is_named_by_its_machine_listeners_and_slot() -> None:
+    from ajedrez.server.reactor import presence_holder
+
+    opened = [("plain", "127.0.0.1", 1995), ("tls", "127.0.0.1", 1996)]
+    name = presence_holder("worker 1", opened)
+    assert len(name) == 32
+    assert presence_holder("worker 1", list(reversed(opened))) == name
+    assert presence_holder("worker 2", opened) != name
+    assert presence_holder("worker 1", [("plain", "127.0.0.1", 1997)]) != name
