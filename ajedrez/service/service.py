@@ -14,13 +14,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
 
 from ajedrez.domain.accounts import Accounts, Caller
-from ajedrez.domain.errors import Failure, Refusal, TransientStorageError, retrying
+from ajedrez.domain.errors import (
+    Failure,
+    Refusal,
+    StorageError,
+    TransientStorageError,
+    retrying,
+)
 from ajedrez.domain.games import Games
 from ajedrez.domain.guests import Guests
 from ajedrez.domain.presence import RENEW_EVERY, SESSIONS_PER_ACCOUNT, Presence
@@ -80,6 +88,10 @@ class Service:
         self._presence = presence  # None: made from the games' store when first asked
         self._renewing: asyncio.Task[None] | None = None
         self._departing: set[asyncio.Task[None]] = set()  # sessions being counted out
+        # Sessions let in while the store refused the count's write, by user: their
+        # ends count nothing out (log_in, log_out).
+        self._uncounted: Counter[int] = Counter()
+        self._uncounted_lock = threading.Lock()
 
     @property
     def guests(self) -> GuestBook:
@@ -151,6 +163,12 @@ class Service:
         task.add_done_callback(self._departing.discard)
 
     async def log_out(self, caller: Caller) -> None:
+        with self._uncounted_lock:
+            if self._uncounted[caller.id] > 0:
+                self._uncounted[caller.id] -= 1
+                if not self._uncounted[caller.id]:
+                    del self._uncounted[caller.id]
+                return
         try:
             dropped = await self.run("log_out", lambda: self.presence.depart(caller.id))
         except Exception as e:
@@ -214,6 +232,12 @@ class Service:
         except Failure as f:
             log.warning("login of %r from %s refused: %s", caller.name, peer, f.reason)
             raise
+        except StorageError as e:
+            # Reads go on while the store refuses writes: the player gets in, uncounted
+            # (no cap applies, and its live seeks count as its owner's absence).
+            log.warning("login of %r from %s not counted: %s", caller.name, peer, e)
+            with self._uncounted_lock:
+                self._uncounted[caller.id] += 1
         log.info("login %s@%s", caller.name, peer)
         return caller
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ajedrez.domain.errors import StorageError
 from ajedrez.espol.connection import Connection
 from ajedrez.server.reactor import Reactor, make_service
 from ajedrez.server.settings import Limits
@@ -122,3 +123,38 @@ def test_the_sessions_of_one_account_are_capped(session_db: Database, user, loop
     loop.run_until_complete(first.session.service.log_out(caller))  # its connection ended
     assert log_in(ana)[1] == frame(102, ana)
     assert log_in(ana)[1][:3] == b"810"
+
+
+class StoreRefusingWrites:
+    """A presence whose store refuses writes (docs/security.md, "Integrity and
+    durability"): it records what was asked of it."""
+
+    def __init__(self) -> None:
+        self.departed: list[int] = []
+
+    def arrive(self, user_id: int, name: str = "") -> None:
+        raise StorageError("the database refused the write")
+
+    def depart(self, user_id: int) -> int:
+        self.departed.append(user_id)
+        return 0
+
+
+def test_a_login_while_the_store_refuses_writes_gets_in_uncounted(
+    session_db: Database, user, loop
+) -> None:  # type: ignore[no-untyped-def]
+    """Reads go on in a storage outage, so logins do too; such a session counts nothing
+    out when it ends, as it counted nothing in."""
+    presence = StoreRefusingWrites()
+    ana = user("a")
+    c = Client(make_session(session_db, presence=presence), loop)
+    assert c.raw(f"USER:{ana}") == frame(101, ana)
+    assert c.raw(f"PASS:{PASSWORD}") == frame(102, ana)
+    assert c.code("HELP:QUIT") == 110
+    caller = c.session.caller
+    assert caller is not None
+    service = c.session.service
+    loop.run_until_complete(service.log_out(caller))
+    assert presence.departed == []
+    loop.run_until_complete(service.log_out(caller))  # a counted session's end: counted out
+    assert presence.departed == [caller.id]
