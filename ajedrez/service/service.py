@@ -92,6 +92,9 @@ class Service:
         # ends count nothing out (log_in, log_out).
         self._uncounted: Counter[int] = Counter()
         self._uncounted_lock = threading.Lock()
+        # Sessions that ended while the store refused the count's write: counted out at
+        # the next renewal instead.
+        self._owed: Counter[Caller] = Counter()
 
     @property
     def guests(self) -> GuestBook:
@@ -131,6 +134,7 @@ class Service:
     async def _renew_presence(self) -> None:
         while True:
             await asyncio.sleep(RENEW_EVERY)
+            await self.count_out_owed()
             try:
                 dropped = await self.run("renew_presence", self.presence.renew)
             except Exception as e:
@@ -169,13 +173,33 @@ class Service:
                 if not self._uncounted[caller.id]:
                     del self._uncounted[caller.id]
                 return
+        if not await self._depart(caller):
+            with self._uncounted_lock:
+                self._owed[caller] += 1
+
+    async def _depart(self, caller: Caller) -> bool:
+        """Count one session of ``caller`` out; False when the store refused."""
         try:
             dropped = await self.run("log_out", lambda: self.presence.depart(caller.id))
         except Exception as e:
-            log.warning("cannot count a session of %s out: %s", caller.name, e)
-            return
+            log.warning("cannot count a session of %s out yet: %s", caller.name, e)
+            return False
         if dropped:
             log.info("withdrew %d live seek(s) of %s: its last session ended", dropped, caller.name)
+        return True
+
+    async def count_out_owed(self) -> None:
+        """The sessions whose ends the store refused to count, counted out now (a count
+        out subtracts one, so its order with others does not matter)."""
+        with self._uncounted_lock:
+            owed = list(self._owed.elements())
+        for caller in owed:
+            if not await self._depart(caller):
+                return
+            with self._uncounted_lock:
+                self._owed[caller] -= 1
+                if not self._owed[caller]:
+                    del self._owed[caller]
 
     async def stop_guests(self) -> None:
         """Stop renewing guests' leases (their connections are gone: stopping)."""

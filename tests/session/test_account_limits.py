@@ -158,3 +158,42 @@ def test_a_login_while_the_store_refuses_writes_gets_in_uncounted(
     assert presence.departed == []
     loop.run_until_complete(service.log_out(caller))  # a counted session's end: counted out
     assert presence.departed == [caller.id]
+
+
+class StoreRefusingOneWrite:
+    """A presence whose store refuses the first count out, then takes writes again."""
+
+    def __init__(self) -> None:
+        self.arrived: list[int] = []
+        self.departed: list[int] = []
+        self.refusals = 1
+
+    def arrive(self, user_id: int, name: str = "") -> None:
+        self.arrived.append(user_id)
+
+    def depart(self, user_id: int) -> int:
+        if self.refusals:
+            self.refusals -= 1
+            raise StorageError("the database refused the write")
+        self.departed.append(user_id)
+        return 0
+
+
+def test_a_session_whose_end_the_store_refused_is_counted_out_later(
+    session_db: Database, user, loop
+) -> None:  # type: ignore[no-untyped-def]
+    """Or the account would count one session too many, and look connected, for good."""
+    presence = StoreRefusingOneWrite()
+    ana = user("a")
+    c = Client(make_session(session_db, presence=presence), loop)
+    assert c.raw(f"USER:{ana}") == frame(101, ana)
+    assert c.raw(f"PASS:{PASSWORD}") == frame(102, ana)
+    caller = c.session.caller
+    assert caller is not None and presence.arrived == [caller.id]
+    service = c.session.service
+    loop.run_until_complete(service.log_out(caller))  # refused: owed
+    assert presence.departed == []
+    loop.run_until_complete(service.count_out_owed())  # what each renewal does first
+    assert presence.departed == [caller.id]
+    loop.run_until_complete(service.count_out_owed())  # nothing owed any more
+    assert presence.departed == [caller.id]
