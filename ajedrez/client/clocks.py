@@ -233,6 +233,16 @@ def describe_control(control: str) -> str:
     return text if tc.cap_ms is None else f"{text}, at most {span(tc.cap_ms)}"
 
 
+def live_control(control: str) -> bool:
+    """A clock whose increment is under a day: the server keeps such a seek only while
+    its owner is connected (docs/protocol.md, BUSC)."""
+    try:
+        tc = parse_control(control)
+    except ValueError:
+        return False
+    return tc is not None and not tc.correspondence
+
+
 def control_text(control: str | None) -> str:
     """A challenge's time control as the lists show it: ``3d (3 d a move)``."""
     if control is None:

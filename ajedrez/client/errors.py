@@ -162,7 +162,8 @@ class BlocksFull(ProtocolFailure):
 
 
 class SeekExists(ProtocolFailure):
-    """848 F_SEEKEXISTS: BUSC for a time control the caller already seeks."""
+    """848 F_SEEKEXISTS: BUSC for a time control the caller already seeks, or while it
+    holds the most seeks the server allows (the reason says which)."""
 
 
 class NoSeek(ProtocolFailure):

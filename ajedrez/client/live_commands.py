@@ -15,7 +15,7 @@ import chess
 from ajedrez.client.app import EXIT_OK, EXIT_USAGE, App, CliError
 from ajedrez.client.cache import Cache
 from ajedrez.client.chessboard import board_from, color_name, render_board, to_move
-from ajedrez.client.clocks import control_text, describe_control
+from ajedrez.client.clocks import control_text, describe_control, live_control
 from ajedrez.client.errors import (
     GameOver,
     MalformedEvent,
@@ -460,9 +460,9 @@ def cmd_seek(app: App) -> int:
         try:
             gid = client.busc(control, private=private)
         except SeekExists as e:
+            # The server says which: that control sought already, or its cap on seeks.
             raise CliError(
-                f"you already seek a game with time control {control} ({e.code} {e.name}); "
-                "`ajedrez seeks` lists the seeks"
+                f"{e.reason} ({e.code} {e.name}); `ajedrez seeks` lists the seeks"
             ) from None
         if gid is not None:
             st = sync_game(client, cache, gid).status
@@ -477,6 +477,12 @@ def cmd_seek(app: App) -> int:
             "control: `ajedrez watch` tells you at once, `ajedrez sync` later. "
             "`ajedrez unseek` withdraws the seek."
         )
+        if live_control(control):
+            # The server withdraws a live seek with its owner's last session.
+            app.say(
+                "A live seek lasts only while you are connected: keep `ajedrez watch` "
+                "running, or the server withdraws it once your last session ends."
+            )
         return EXIT_OK
     if st.color == WHITE:
         first = f"Your move: ajedrez move {gid} MOVE"

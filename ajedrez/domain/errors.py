@@ -22,6 +22,7 @@ class Refusal(StrEnum):
     NOT_SELF = "not_self"  # names another user than the one logged in
     SIGNUP_RATE = "signup_rate"  # too many sign-up requests from this address lately
     SIGNUPS_FULL = "signups_full"  # pending sign-up requests are at their cap
+    SESSION_LIMIT = "session_limit"  # the account holds as many sessions as allowed
     # Accounts.
     NO_SUCH_USER = "no_such_user"
     WRONG_PASSWORD = "wrong_password"
@@ -47,11 +48,11 @@ class Refusal(StrEnum):
     NO_CLAIM = "no_claim"  # neither threefold repetition nor the fifty-move rule applies
     LEAVE_REFUSED = "leave_refused"  # leave cannot start or end now
     # Live play.
-    PRIVATE_GAME = "private_game"
     OBSERVE_REFUSED = "observe_refused"  # a player cannot observe; not observing to stop
     CHAT_RATE = "chat_rate"
     EVENT_RATE = "event_rate"  # too many requests that make an event for another user
     SEEK_EXISTS = "seek_exists"
+    SEEK_LIMIT = "seek_limit"  # the caller holds as many waiting seeks as allowed
     NO_SUCH_SEEK = "no_such_seek"
     TAKEBACK_REFUSED = "takeback_refused"  # no takeback may be asked or answered now
     # Blocks.

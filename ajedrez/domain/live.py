@@ -21,6 +21,7 @@ CHAT_WINDOW_MS = 60_000
 PLAYERS = "J"  # chat channels: the players', the observers'
 OBSERVERS = "O"
 GAMES_IN_PLAY = 50  # games listed for a spectator to choose from
+SEEKS_PER_PLAYER = 3  # waiting seeks one user may hold (the seeks_per_player setting)
 
 
 @dataclass(frozen=True)
@@ -41,22 +42,29 @@ def chat_comment(user: str, channel: str, text: str) -> str:
 
 
 def reader_color(tx: StoreTx, row: GameRecord, caller_id: int) -> str:
-    """The caller's colour in the game, or ``OBSERVER``; 831 for anyone else."""
+    """The caller's colour in the game, or ``OBSERVER``; anyone else is a stranger
+    (``rules.stranger``)."""
     if caller_id in (row.white_id, row.black_id):
         return rules.color_of(row, caller_id, row.id)
     if tx.observes(row.id, caller_id):
         return OBSERVER
-    raise Failure(Refusal.NOT_A_PLAYER, f"you neither play in nor observe {game_name(row.id)}")
+    raise rules.stranger(row, row.id, f"you neither play in nor observe {game_name(row.id)}")
 
 
 class Live:
     def __init__(
-        self, store: Store, clock: Clock, clock_rules: ClockRules, chat_per_minute: int = 10
+        self,
+        store: Store,
+        clock: Clock,
+        clock_rules: ClockRules,
+        chat_per_minute: int = 10,
+        seeks_per_player: int = SEEKS_PER_PLAYER,
     ) -> None:
         self.store = store
         self.clock = clock
         self.clock_rules = clock_rules
         self.chat_per_minute = chat_per_minute
+        self.seeks_per_player = seeks_per_player
 
     # -- observers -------------------------------------------------------------------------
 
@@ -66,9 +74,9 @@ class Live:
                 row = existing_game(tx, game_id)
                 if caller_id in (row.white_id, row.black_id):
                     raise Failure(Refusal.OBSERVE_REFUSED, f"you play in {game_name(game_id)}")
+                if row.private:  # before anything else that would tell it exists
+                    raise rules.no_game(game_id)
                 rules.require_active(row, game_id)
-                if row.private:
-                    raise Failure(Refusal.PRIVATE_GAME, f"{game_name(game_id)} is private")
                 refuse_blocked_by_players(tx, row, caller_id, "observers")
                 if tx.observes(game_id, caller_id):
                     return
@@ -82,6 +90,8 @@ class Live:
         with self.store.writing() as tx:
             row = existing_game(tx, game_id)
             if not tx.drop_observer(game_id, caller_id):
+                if row.private and not rules.plays(row, caller_id):
+                    raise rules.no_game(game_id)
                 raise Failure(Refusal.OBSERVE_REFUSED, f"you do not observe {game_name(game_id)}")
             me = (caller_id, tx.user_name(caller_id) or "")
             tx.emit(events.observer_left(self.clock.now_ms(), row, game_id, me))
@@ -159,16 +169,29 @@ class Live:
                 raise Failure(Refusal.NO_SUCH_USER, "your account is closed")
             if tx.has_seek(caller_id, name):
                 raise Failure(Refusal.SEEK_EXISTS, f"you already seek a game of {name}")
+            now = self.clock.now_ms()
+            live = control is not None and not control.correspondence
             for seek in tx.seeks_of_control(name, caller_id):
+                if live and tx.absent(seek.user_id, now):
+                    # Its owner left (a process that died took the last session along):
+                    # a game now would run an absent player's clock.
+                    tx.drop_seek(seek.id)
+                    continue
                 lo, hi = sorted((caller_id, seek.user_id))
                 if tx.active_game_between(lo, hi) or tx.blocks([lo], hi) or tx.blocks([hi], lo):
                     continue
                 tx.drop_seek(seek.id)
-                now = self.clock.now_ms()
                 white, black = seek.user_id, caller_id  # who sought first plays white
                 names = {caller_id: me.name, white: tx.user_name(white) or ""}
                 players = (white, names[white]), (black, names[black])
                 return start_game(tx, now, *players, control, private or seek.private, caller_id)
+            # Checked only when the seek is to wait: one that pairs at once holds nothing.
+            if tx.seek_count(caller_id) >= self.seeks_per_player:
+                raise Failure(
+                    Refusal.SEEK_LIMIT,
+                    f"you already hold {self.seeks_per_player} seeks, the most allowed; "
+                    "withdraw one (BUSR) first",
+                )
             tx.add_seek(caller_id, name, control, private)
             return None
 

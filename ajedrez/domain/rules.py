@@ -43,12 +43,14 @@ BOARD_CACHE_GAMES = 1024
 
 
 class Players(Protocol):
-    """The players of a game, by user id."""
+    """The players of a game, by user id, and whether it is private."""
 
     @property
     def white_id(self) -> int: ...
     @property
     def black_id(self) -> int: ...
+    @property
+    def private(self) -> bool: ...
 
 
 class GameRow(Players, Protocol):
@@ -92,6 +94,15 @@ def no_game(game_id: int) -> Failure:
     return Failure(Refusal.NO_SUCH_GAME, f"no game {game_name(game_id)}")
 
 
+def stranger(row: Players, game_id: int, reason: str) -> Failure:
+    """The refusal of a game to someone who neither plays in nor observes it: for a
+    private game, the very refusal of a game that does not exist, so that a stranger
+    cannot tell one from the other; for a public one, NOT_A_PLAYER with ``reason``."""
+    if row.private:
+        return no_game(game_id)
+    return Failure(Refusal.NOT_A_PLAYER, reason)
+
+
 def plays(row: Players, caller_id: int) -> bool:
     return caller_id in (row.white_id, row.black_id)
 
@@ -101,7 +112,7 @@ def color_of(row: Players, caller_id: int, game_id: int) -> str:
         return "B"
     if row.black_id == caller_id:
         return "N"
-    raise Failure(Refusal.NOT_A_PLAYER, f"you do not play in {game_name(game_id)}")
+    raise stranger(row, game_id, f"you do not play in {game_name(game_id)}")
 
 
 def require_active(row: GameRow, game_id: int) -> None:

@@ -80,7 +80,7 @@ class Reply(IntEnum):
     F_LOGGED = 807  # USER or PASS sent again after login
     F_NOTSELF = 808  # UNSU names another user than the one logged in
     F_DEADLINE = 809  # a line was not completed in time; the connection closes
-    F_ADDRLIMIT = 810  # too many connections from the client's address; it closes
+    F_ADDRLIMIT = 810  # too many connections from the client's address, or of its account
     F_LOGINTIME = 811  # no login within the grace time, or dropped for a newcomer; it closes
     F_SUBSRATE = 812  # SUBS: too many requests from this address lately; try later
     F_SUBSFULL = 813  # SUBS: the pending requests are at their cap (this address, or all)
@@ -110,10 +110,10 @@ class Reply(IntEnum):
     F_TIMECONTROL = 843  # ACEP: the challenge's time control is not the one named
     F_LEAVE = 844  # LICE: leave cannot start or end now
     # -- failures: live play ---------------------------------------------------
-    F_PRIVATE = 845  # OBSV: the game is private
+    F_PRIVATE = 845  # never sent: a private game is 830 to a stranger (older servers' OBSV)
     F_OBSERVE = 846  # OBSV: the caller plays in the game; OBSF: the caller does not observe it
     F_RATE = 847  # too many messages (CHAT), or requests that notify others, lately
-    F_SEEKEXISTS = 848  # BUSC: the caller already seeks that time control
+    F_SEEKEXISTS = 848  # BUSC: the caller already seeks that control, or holds the most seeks
     F_NOSEEK = 849  # BUSR: no seek of the caller's to withdraw
     F_TAKEBACK = 850  # ATRS, RATR: no takeback may be asked or answered now
     # -- failures: blocks ------------------------------------------------------
@@ -149,6 +149,9 @@ REFUSAL_CODES: dict[Refusal, Reply] = {
     Refusal.NOT_SELF: Reply.F_NOTSELF,
     Refusal.SIGNUP_RATE: Reply.F_SUBSRATE,
     Refusal.SIGNUPS_FULL: Reply.F_SUBSFULL,
+    # Refused with the code of the per-address cap, which old clients know: a cap on
+    # the client's own connections, closing the connection.
+    Refusal.SESSION_LIMIT: Reply.F_ADDRLIMIT,
     Refusal.NO_SUCH_USER: Reply.F_NOUSER,
     Refusal.WRONG_PASSWORD: Reply.F_PASINV,
     Refusal.NAME_TAKEN: Reply.F_NAMETAKEN,
@@ -170,11 +173,11 @@ REFUSAL_CODES: dict[Refusal, Reply] = {
     Refusal.NO_DRAW_OFFER: Reply.F_NOOFFER,
     Refusal.NO_CLAIM: Reply.F_NOCLAIM,
     Refusal.LEAVE_REFUSED: Reply.F_LEAVE,
-    Refusal.PRIVATE_GAME: Reply.F_PRIVATE,
     Refusal.OBSERVE_REFUSED: Reply.F_OBSERVE,
     Refusal.CHAT_RATE: Reply.F_RATE,
     Refusal.EVENT_RATE: Reply.F_RATE,
     Refusal.SEEK_EXISTS: Reply.F_SEEKEXISTS,
+    Refusal.SEEK_LIMIT: Reply.F_SEEKEXISTS,
     Refusal.NO_SUCH_SEEK: Reply.F_NOSEEK,
     Refusal.TAKEBACK_REFUSED: Reply.F_TAKEBACK,
     Refusal.NOT_ACCEPTED: Reply.F_NOTACCEPTED,

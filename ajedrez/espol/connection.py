@@ -34,6 +34,7 @@ from ajedrez.espol.stream import stream_frame
 from ajedrez.service.frontend import Host, Turnaway
 from ajedrez.service.hub import Marker, Stream
 from ajedrez.service.login import LoginGate
+from ajedrez.service.netblocks import client_key
 from ajedrez.service.throttle import LoginThrottle
 from ajedrez.service.work import Work, when_done
 
@@ -76,6 +77,7 @@ class Connection(asyncio.Protocol):
         self.stream: Stream | None = None  # EVEN: this connection streams events
         self.protocol = "espol"  # its label in the metrics: espol or espol-tls
         self.line_in: tuple[str, float] | None = None  # the running line's command, start
+        self.counted_out = False  # the session's login no longer counts (service.logged_out)
 
     @property
     def _throttle(self) -> LoginThrottle:
@@ -97,7 +99,9 @@ class Connection(asyncio.Protocol):
         # uvloop's transports do not derive from asyncio.Transport, but behave as one.
         self.transport = transport = cast(asyncio.Transport, transport)
         addr = transport.get_extra_info("peername") or ("?", 0)
-        self.address, peer = str(addr[0]), f"{addr[0]}:{addr[1]}"
+        # Every per-address limit counts the client's network block (netblocks.py).
+        self.address = client_key(str(addr[0]), self.lim.ipv6_block_size)
+        peer = f"{addr[0]}:{addr[1]}"
         refusal = self.reactor.refusal(self.address)
         if refusal is not None:
             log.warning("refusing %s: %s", peer, refusal[1])
@@ -130,8 +134,18 @@ class Connection(asyncio.Protocol):
             self.reactor.hub.close(self.stream)
             self.stream = None
         if self.session is not None:  # not a refused one
+            self._count_out()
             self.reactor.metrics.connection_closed(self.protocol)
             self.reactor.left(self)
+
+    def _count_out(self) -> None:
+        """The session is over: its login, if it had one, stops counting. Also called
+        when a login completes after its client left, so it is counted out either way."""
+        session = self.session
+        if session is None or session.caller is None or self.counted_out:
+            return
+        self.counted_out = True
+        self.service.logged_out(session.caller)
 
     def data_received(self, data: bytes) -> None:
         if self.closing:
@@ -319,7 +333,8 @@ class Connection(asyncio.Protocol):
         assert session is not None
         line_in, self.line_in = self.line_in, None
         if self.closing or self.transport is None or self.transport.is_closing():
-            return  # the client left while its command ran
+            self._count_out()  # the client left while its command (a PASS, say) ran
+            return
         if line_in is not None:
             command, started = line_in
             self.reactor.metrics.answered(command, outcome.replies, self.loop.time() - started)

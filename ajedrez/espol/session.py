@@ -287,7 +287,7 @@ class Session:
 
         def reply(rows: list[Any]) -> Outcome:
             if watches(rows, me):
-                return self._as_observer("STAT", game_id, lambda: reply_observed(rows))
+                return self._as_observer("STAT", game_id, rows[0], lambda: reply_observed(rows))
             status = status_of(rows, me, game_id)
             return self._reply(Reply.S_STAT, encode_status(status, with_takeback))
 
@@ -303,19 +303,22 @@ class Session:
 
         def reply(rows: list[Any], observer: bool = False) -> Outcome:
             if not observer and watches(rows, me):
-                return self._as_observer("SPAR", game_id, lambda: reply(rows, True))
+                return self._as_observer("SPAR", game_id, rows[0], lambda: reply(rows, True))
             records = [encode_move(m) for m in moves_of(rows, me, game_id, after, observer)]
             return self._records(Reply.S_SPAR, records)
 
         return Outcome(later=Later("SPAR", self.moves.move_rows(game_id, after), reply))
 
-    def _as_observer(self, command: str, game_id: int, reply: Callable[[], Outcome]) -> Outcome:
-        """STAT and SPAR of a game the caller does not play in: answered as for a player
-        if the caller observes it (one more queued read), else 831."""
+    def _as_observer(
+        self, command: str, game_id: int, game: Any, reply: Callable[[], Outcome]
+    ) -> Outcome:
+        """STAT and SPAR of a game (``game``: its row) the caller does not play in:
+        answered as for a player if the caller observes it (one more queued read), else
+        refused as to a stranger."""
 
         def observed(rows: list[Any]) -> Outcome:
             if not rows:
-                raise not_watching(game_id)
+                raise not_watching(game, game_id)
             return reply()
 
         return Outcome(later=Later(command, self.moves.observing(game_id, self._me.id), observed))

@@ -318,6 +318,7 @@ def _serve_workers(
                 scheduler=number == 1,
                 metrics_dir=counted,
                 serving=serving,
+                slot=f"worker {number}",
             )
             return loops.run(serve, settings.event_loop)
         finally:
@@ -352,15 +353,17 @@ async def _serve(
     scheduler: bool,
     metrics_dir: str | None = None,
     serving: Callable[[], None] | None = None,
+    slot: str = "main",
 ) -> int:
     """Serve until stopped; ``scheduler``: this process ends games on time;
     ``metrics_dir``: where it counts (None: it does not); ``serving``: called once it
-    serves (a worker's report to the master)."""
+    serves (a worker's report to the master); ``slot``: which process it is."""
     lim = settings.limits
     counted = metrics.enable(metrics_dir)
     db.on_commit(counted.committed)
     games = Games(db, *time)
     games.live.chat_per_minute = settings.chat_per_minute
+    games.live.seeks_per_player = settings.seeks_per_player
     accounts = Accounts(
         db,
         max_pending=lim.max_pending_subscriptions,
@@ -382,7 +385,7 @@ async def _serve(
         Listener(kind, frontend, port, context, sockets.get(kind))
         for kind, frontend, port, context in _served(settings, tls)
     ]
-    reactor = Reactor(service, settings.host, served, lim, hub, counted)
+    reactor = Reactor(service, settings.host, served, lim, hub, counted, slot)
     try:
         await hub.start()
         opened = await reactor.start()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import random
 import socket
@@ -27,6 +28,7 @@ from typing import Any
 
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.games import Games
+from ajedrez.domain.presence import Presence
 from ajedrez.server.settings import Limits
 from ajedrez.service.frontend import Client, Frontend, Turnaway
 from ajedrez.service.hub import Hub
@@ -61,6 +63,7 @@ def make_service(
     limits: Limits,
     command_threads: int = 16,
     hub: Hub | None = None,
+    presence: Presence | None = None,
 ) -> Service:
     """The service with the limits of ``limits``: login throttle, sign-ups per address,
     requests that notify others per account, the threads that hash passwords."""
@@ -82,6 +85,8 @@ def make_service(
         password_threads=lim.max_password_checks,
         subscription_threads=lim.max_subscription_hashes,
         guests_per_address=lim.max_guests_per_address,
+        sessions_per_account=lim.max_sessions_per_account,
+        presence=presence,
         hub=hub,
     )
 
@@ -95,8 +100,10 @@ class Reactor:
         limits: Limits | None = None,
         hub: Hub | None = None,
         metrics: Metrics | None = None,
+        slot: str = "main",
     ) -> None:
         self.metrics = metrics or Metrics()
+        self.slot = slot  # which process of the server this is: "main", "worker 2"...
         self.service = service
         self._hub = hub  # the event hub: None where nothing streams (tests of the transport)
         self.host = host
@@ -132,10 +139,15 @@ class Reactor:
                 backlog=LISTEN_BACKLOG,
                 ssl=context,
                 ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT if context else None,
+                start_serving=False,
             )
             self._servers.append(server)
             host, bound = server.sockets[0].getsockname()[:2]
             opened.append((listener.kind, host, bound))
+        # Before the first login: the rows of this process's predecessor, if it died.
+        await self.service.start_presence(presence_holder(self.slot, opened))
+        for server in self._servers:
+            await server.start_serving()
         return opened
 
     def stop(self) -> None:
@@ -165,6 +177,7 @@ class Reactor:
         for server in self._servers:
             await server.wait_closed()
         await self.service.stop_guests()
+        await self.service.stop_presence()
         self.service.shutdown()
         log.info("all sessions closed")
 
@@ -225,6 +238,15 @@ class Reactor:
     def _check_all_left(self) -> None:
         if self.stopping and not self._connections:
             self._all_left.set()
+
+
+def presence_holder(slot: str, opened: list[tuple[str, str, int]]) -> str:
+    """This process's name in the presence rows: the same for the process that takes its
+    place after a crash (the same machine, listeners and slot), so that one clears what
+    the dead one could not, and distinct for every process serving at once."""
+    where = ",".join(f"{kind}={host}:{port}" for kind, host, port in sorted(opened))
+    text = f"{socket.gethostname()}|{slot}|{where}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def tls_context(cert: str, key: str) -> ssl.SSLContext:

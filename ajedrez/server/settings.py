@@ -16,10 +16,13 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ajedrez.domain.live import SEEKS_PER_PLAYER
+from ajedrez.domain.presence import SESSIONS_PER_ACCOUNT
 from ajedrez.domain.timecontrol import parse_control
 from ajedrez.espol.framing import MAX_LINE
 from ajedrez.server import loops
 from ajedrez.server.logs import LOG_FORMATS
+from ajedrez.service.netblocks import IPV6_BLOCK_SIZE
 
 DEFAULT_PORT = 1995  # the year of ESPOL 2.0; above 1024 so no privileges are needed
 DEFAULT_HOST = "127.0.0.1"
@@ -34,6 +37,11 @@ class Limits:
 
     max_connections: int = 1000
     max_connections_per_address: int = 32
+    # The prefix length of the IPv6 network block counted as one client address by every
+    # per-address limit (OpenSSH's PerSourceNetBlockSize); 128: each address alone.
+    ipv6_block_size: int = IPV6_BLOCK_SIZE
+    # Logged-in sessions of one account at once, over every process on the database.
+    max_sessions_per_account: int = SESSIONS_PER_ACCOUNT
     idle_timeout: float = 1800.0  # seconds without a byte from the client
     request_deadline: float = 30.0  # seconds to finish a line once its first byte came
     max_line_before_login: int = MAX_LINE_BEFORE_LOGIN
@@ -97,6 +105,7 @@ class Settings:
     # A stream asked to start further back than this many of its user's events gets 602.
     event_catch_up_limit: int = 1000
     chat_per_minute: int = 10  # CHAT messages a user may send a minute
+    seeks_per_player: int = SEEKS_PER_PLAYER  # waiting seeks (BUSC) a user may hold
     event_retention_days: int = 365  # events older are removed (0: kept for ever)
     # The `#` protocol of seed 000 (docs/dialects.md): off unless a port is set; its TLS
     # listener takes tls_cert and tls_key. Its tables' time control (a BUSC control).
@@ -157,7 +166,13 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
         raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))}")
     limits = _build(Limits(), {k: v for k, v in values.items() if k in _LIMIT_NAMES})
     settings = _build(Settings(), {k: v for k, v in values.items() if k in _SETTING_NAMES})
-    for name in ("workers", "command_threads", "sqlite_group_commit", "chat_per_minute"):
+    for name in (
+        "workers",
+        "command_threads",
+        "sqlite_group_commit",
+        "chat_per_minute",
+        "seeks_per_player",
+    ):
         if getattr(settings, name) < 1:
             raise SettingsError(f"setting {name} must be at least 1")
     if settings.log_format not in LOG_FORMATS:
@@ -175,6 +190,10 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
         raise SettingsError("setting metrics_max_connections must be at least 1")
     if limits.metrics_request_timeout <= 0:
         raise SettingsError("setting metrics_request_timeout must be above 0")
+    if limits.ipv6_block_size > 128:
+        raise SettingsError("setting ipv6_block_size must be at most 128")
+    if limits.max_sessions_per_account < 1:
+        raise SettingsError("setting max_sessions_per_account must be at least 1")
     if settings.event_retention_days < 0:
         raise SettingsError("setting event_retention_days must be at least 0")
     if settings.event_catch_up_limit < 1:
@@ -319,6 +338,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"chat messages (CHAT) a user may send a minute ({d.chat_per_minute})",
     )
     p.add_argument(
+        "--seeks-per-player",
+        type=int,
+        help=f"waiting seeks (BUSC) a user may hold at once ({d.seeks_per_player})",
+    )
+    p.add_argument(
         "--open-signup",
         action=argparse.BooleanOptionalAction,
         help="a subscription request (SUBS) makes the account at once, within the same "
@@ -375,6 +399,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for name, text in (
         ("max_connections", "connections served at once"),
         ("max_connections_per_address", "connections from one client address"),
+        ("ipv6_block_size", "prefix length of the IPv6 block counted as one address"),
+        ("max_sessions_per_account", "logged-in sessions of one account, on every process"),
         ("idle_timeout", "seconds of client silence before the connection closes"),
         ("request_deadline", "seconds to complete a line once it has begun"),
         ("max_line_before_login", "bytes in a line before login"),

@@ -109,7 +109,7 @@ class Player:
         if not watches(rows, self.id):
             return False
         if not await self.service.moves.observing(game_id, self.id):
-            raise not_watching(game_id)
+            raise not_watching(rows[0], game_id)
         return True
 
     async def clocks(self, game_id: int) -> ClockStatus:

@@ -12,8 +12,11 @@ choice (``work.py``); the methods here that block are called on that pool.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
+import threading
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -21,10 +24,17 @@ from typing import Any, TypeVar
 
 from ajedrez.domain.accounts import Accounts, Caller
 from ajedrez.domain.blocks import Blocks
-from ajedrez.domain.errors import Failure, Refusal, TransientStorageError, retrying
+from ajedrez.domain.errors import (
+    Failure,
+    Refusal,
+    StorageError,
+    TransientStorageError,
+    retrying,
+)
 from ajedrez.domain.games import Games
 from ajedrez.domain.guests import Guests
-from ajedrez.domain.rules import plays
+from ajedrez.domain.presence import RENEW_EVERY, SESSIONS_PER_ACCOUNT, Presence
+from ajedrez.domain.rules import Players, plays, stranger
 from ajedrez.domain.values import game_name
 from ajedrez.service.guests import GuestBook
 from ajedrez.service.hub import Hub
@@ -71,6 +81,8 @@ class Service:
         password_threads: int = 2,
         subscription_threads: int = 1,
         guests_per_address: int = 16,
+        sessions_per_account: int = SESSIONS_PER_ACCOUNT,
+        presence: Presence | None = None,
     ) -> None:
         self.accounts = accounts
         self.games = games
@@ -96,6 +108,17 @@ class Service:
 
         self.guests_per_address = guests_per_address
         self._guests: GuestBook | None = None
+        self.sessions_per_account = sessions_per_account
+        self._presence = presence  # None: made from the games' store when first asked
+        self._renewing: asyncio.Task[None] | None = None
+        self._departing: set[asyncio.Task[None]] = set()  # sessions being counted out
+        # Sessions let in while the store refused the count's write, by user: their
+        # ends count nothing out (log_in, log_out).
+        self._uncounted: Counter[int] = Counter()
+        self._uncounted_lock = threading.Lock()
+        # Sessions that ended while the store refused the count's write: counted out at
+        # the next renewal instead.
+        self._owed: Counter[Caller] = Counter()
 
     @property
     def guests(self) -> GuestBook:
@@ -112,6 +135,102 @@ class Service:
         if self._blocks is None:
             self._blocks = Blocks(self.games.store, self.games.clock)
         return self._blocks
+
+    @property
+    def presence(self) -> Presence:
+        """This process's count of logged-in sessions in the database
+        (``domain/presence.py``), capped at ``sessions_per_account``."""
+        if self._presence is None:
+            # The games' clock: a live seek's owner is present by the time of its pairing.
+            games = self.games
+            self._presence = Presence(
+                games.store, games.clock, max_sessions=self.sessions_per_account
+            )
+        return self._presence
+
+    async def start_presence(self, holder: str | None = None) -> None:
+        """Before serving: name this process in the presence rows (``holder``: as its
+        predecessor was named, whose rows, if it died, are cleared now), then renew them
+        while it serves."""
+        try:
+            presence = self.presence
+            if holder is not None:
+                presence.holder = holder
+            await self.run("vacate_presence", presence.vacate)
+        except Exception as e:
+            log.warning("cannot clear this process's earlier presence: %s", e)
+        if self._renewing is None:
+            self._renewing = asyncio.get_running_loop().create_task(self._renew_presence())
+
+    async def _renew_presence(self) -> None:
+        while True:
+            await asyncio.sleep(RENEW_EVERY)
+            await self.count_out_owed()
+            try:
+                dropped = await self.run("renew_presence", self.presence.renew)
+            except Exception as e:
+                log.warning("cannot renew this process's presence: %s", e)
+                continue
+            if dropped:
+                log.info("withdrew %d live seek(s) of players connected nowhere", dropped)
+
+    async def stop_presence(self) -> None:
+        """The connections are gone (stopping): none of this process's sessions count
+        any more, and live seeks of players connected nowhere else go."""
+        if self._renewing is not None:
+            self._renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewing
+        if self._departing:
+            await asyncio.gather(*self._departing, return_exceptions=True)
+        if self._presence is None:
+            return
+        try:
+            await self.run("vacate_presence", self._presence.vacate)
+        except Exception as e:
+            log.warning("cannot clear this process's presence: %s", e)
+
+    def logged_out(self, caller: Caller) -> None:
+        """A logged-in session of ``caller`` ended (called on the loop): counted out on
+        a command thread."""
+        task = asyncio.get_running_loop().create_task(self.log_out(caller))
+        self._departing.add(task)
+        task.add_done_callback(self._departing.discard)
+
+    async def log_out(self, caller: Caller) -> None:
+        with self._uncounted_lock:
+            if self._uncounted[caller.id] > 0:
+                self._uncounted[caller.id] -= 1
+                if not self._uncounted[caller.id]:
+                    del self._uncounted[caller.id]
+                return
+        if not await self._depart(caller):
+            with self._uncounted_lock:
+                self._owed[caller] += 1
+
+    async def _depart(self, caller: Caller) -> bool:
+        """Count one session of ``caller`` out; False when the store refused."""
+        try:
+            dropped = await self.run("log_out", lambda: self.presence.depart(caller.id))
+        except Exception as e:
+            log.warning("cannot count a session of %s out yet: %s", caller.name, e)
+            return False
+        if dropped:
+            log.info("withdrew %d live seek(s) of %s: its last session ended", dropped, caller.name)
+        return True
+
+    async def count_out_owed(self) -> None:
+        """The sessions whose ends the store refused to count, counted out now (a count
+        out subtracts one, so its order with others does not matter)."""
+        with self._uncounted_lock:
+            owed = list(self._owed.elements())
+        for caller in owed:
+            if not await self._depart(caller):
+                return
+            with self._uncounted_lock:
+                self._owed[caller] -= 1
+                if not self._owed[caller]:
+                    del self._owed[caller]
 
     async def stop_guests(self) -> None:
         """Stop renewing guests' leases (their connections are gone: stopping)."""
@@ -151,7 +270,8 @@ class Service:
 
     def log_in(self, name: str, password: str, address: str, peer: str) -> Caller:
         """Check a password (on the password pool, once the login gate lets it); a wrong
-        one counts against the address and the name (``throttle.py``)."""
+        one counts against the address and the name (``throttle.py``). A session that
+        logs in is counted in (``presence``) until its front end calls ``logged_out``."""
         try:
             caller = self.accounts.login(name, password)
         except Failure as f:
@@ -161,6 +281,18 @@ class Service:
             raise
         if self.throttle is not None:
             self.throttle.succeeded(address, caller.name)
+        # Last: a login that fails leaves nothing to count out.
+        try:
+            self.presence.arrive(caller.id, caller.name)
+        except Failure as f:
+            log.warning("login of %r from %s refused: %s", caller.name, peer, f.reason)
+            raise
+        except StorageError as e:
+            # Reads go on while the store refuses writes: the player gets in, uncounted
+            # (no cap applies, and its live seeks count as its owner's absence).
+            log.warning("login of %r from %s not counted: %s", caller.name, peer, e)
+            with self._uncounted_lock:
+                self._uncounted[caller.id] += 1
         log.info("login %s@%s", caller.name, peer)
         return caller
 
@@ -223,5 +355,7 @@ def watches(rows: list[Any], caller_id: int) -> bool:
     return bool(rows) and not plays(rows[0], caller_id)
 
 
-def not_watching(game_id: int) -> Failure:
-    return Failure(Refusal.NOT_A_PLAYER, f"you neither play in nor observe {game_name(game_id)}")
+def not_watching(row: Players, game_id: int) -> Failure:
+    """A read of a game by someone who neither plays in nor observes it: for a private
+    game, the refusal of one that does not exist (``rules.stranger``)."""
+    return stranger(row, game_id, f"you neither play in nor observe {game_name(game_id)}")

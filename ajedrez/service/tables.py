@@ -33,6 +33,7 @@ from ajedrez.service.frontend import Host, Turnaway
 from ajedrez.service.guests import Guest
 from ajedrez.service.hub import Marker, Stream
 from ajedrez.service.login import LoginGate, log_in
+from ajedrez.service.netblocks import client_key
 from ajedrez.service.player import Player
 
 log = logging.getLogger("ajedrez.server")
@@ -285,7 +286,9 @@ class TableConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport = cast(asyncio.Transport, transport)
         addr = transport.get_extra_info("peername") or ("?", 0)
-        self.address, self.peer = str(addr[0]), f"{addr[0]}:{addr[1]}"
+        # Every per-address limit counts the client's network block (netblocks.py).
+        self.address = client_key(str(addr[0]), self.lim.ipv6_block_size)
+        self.peer = f"{addr[0]}:{addr[1]}"
         refusal = self.host.refusal(self.address)
         if refusal is not None:
             log.warning("refusing %s: %s", self.peer, refusal[1])
@@ -472,9 +475,11 @@ class TableConnection(asyncio.Protocol):
                 if ended:
                     how = "without a result" if stopping else "lost"
                     log.info("guest %s left: games %s: %s", self.guest.caller.name, how, ended)
-            elif self.player is not None and self.session.waiting:
-                with contextlib.suppress(Failure):
-                    await self.player.unseek(self.control)
+            elif self.player is not None:
+                if self.session.waiting:
+                    with contextlib.suppress(Failure):
+                        await self.player.unseek(self.control)
+                await self.service.log_out(self.player.caller)
         except Exception as e:
             log.warning("connection %s: cannot release its player: %s", self.who(), e)
         finally:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, Select, and_, delete, exists, func, insert, select, update
 from sqlalchemy.orm import aliased
 
 from ajedrez.domain.clocks import control_columns
-from ajedrez.domain.timecontrol import TimeControl
+from ajedrez.domain.timecontrol import DAY_MS, TimeControl
 from ajedrez.domain.values import STATUS_ACTIVE
 from ajedrez.store.models import (
     ChatMessage,
@@ -17,10 +17,22 @@ from ajedrez.store.models import (
     Game,
     Move,
     Observer,
+    Presence,
     Seek,
     Takeback,
     User,
 )
+
+# A live seek: one with a clock whose increment is under a day (TimeControl's
+# ``correspondence`` is the rest); it lasts only while its owner is connected.
+LIVE_SEEK = and_(Seek.tc_increment_ms.is_not(None), Seek.tc_increment_ms < DAY_MS)
+
+
+def absent_accounts(now_ms: int) -> Select[int]:
+    """The accounts (guests are their connections' own) with no session in any process
+    whose lease runs past ``now_ms``."""
+    present = exists().where(Presence.user_id == User.id, Presence.lease_ms > now_ms)
+    return select(User.id).where(User.guest.is_(False), ~present)
 
 
 class LiveQueries:
@@ -159,6 +171,24 @@ class LiveQueries:
         if control is not None:
             query = query.where(Seek.control == control)
         return self.conn.execute(query).rowcount
+
+    def seek_count(self, user_id: int) -> int:
+        return int(
+            self.conn.scalar(select(func.count()).select_from(Seek).where(Seek.user_id == user_id))
+            or 0
+        )
+
+    def absent(self, user_id: int, now_ms: int) -> bool:
+        """The account has no session anywhere (a guest never counts as absent)."""
+        found = self.conn.scalar(absent_accounts(now_ms).where(User.id == user_id))
+        return found is not None
+
+    def drop_live_seeks(self, now_ms: int, user_id: int | None = None) -> int:
+        """Withdraw the live seeks of absent accounts (only ``user_id``'s, when given)."""
+        owners = absent_accounts(now_ms)
+        if user_id is not None:
+            owners = owners.where(User.id == user_id)
+        return self.conn.execute(delete(Seek).where(LIVE_SEEK, Seek.user_id.in_(owners))).rowcount
 
     def seeks(self) -> list[tuple[str, str]]:
         """(user, control) of every waiting seek, oldest first."""

@@ -402,6 +402,23 @@ class Seek(Base):
     )
 
 
+class Presence(Base):
+    """The logged-in sessions one server process (``holder``) serves of one account
+    (``domain/presence.py``). ``lease_ms``: the row counts until then; the process
+    renews it while it runs, so a process that dies stops counting within a lease."""
+
+    __tablename__ = "presences"
+
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    holder: Mapped[str] = mapped_column(String(32), primary_key=True)
+    sessions: Mapped[int] = mapped_column(Integer)
+    lease_ms: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (Index("ix_presences_holder", "holder"),)
+
+
 class Takeback(Base):
     """A pending takeback request (ATRS): ``ply`` is the move to take back; it stands
     only while that move is still the game's last (``games.next_ply == ply + 1``)."""

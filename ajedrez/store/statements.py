@@ -60,6 +60,7 @@ PLAY_ROW = Prepared(
     select(
         Game.white_id,
         Game.black_id,
+        Game.private,
         Game.status,
         Game.winner,
         Game.req_white,
@@ -125,11 +126,13 @@ MOVES_AFTER = Prepared(
     .where(Move.game_id == bindparam("gid"), Move.ply > bindparam("after"))
     .order_by(Move.ply)
 )
-# SPAR in one round trip: the game's players (for the access check) with its new moves.
+# SPAR in one round trip: the game's players and privacy (for the access check) with its
+# new moves.
 PLAYERS_AND_MOVES_AFTER_ONE = Prepared(
     select(
         Game.white_id,
         Game.black_id,
+        Game.private,
         Move.ply,
         Move.jugada,
         Move.reverso,
@@ -193,7 +196,7 @@ _SPAR_MOVES = (
     .lateral("m")
 )
 PLAYERS_AND_MOVES_AFTER = PreparedMany(
-    select(_SPAR_QUERIES.c.i, Game.white_id, Game.black_id, *_SPAR_MOVES.c)
+    select(_SPAR_QUERIES.c.i, Game.white_id, Game.black_id, Game.private, *_SPAR_MOVES.c)
     .select_from(_SPAR_QUERIES)
     .join(Game, Game.id == _SPAR_QUERIES.c.gid)
     .outerjoin(_SPAR_MOVES, true())

@@ -20,6 +20,7 @@ from ajedrez.store.game_queries import GameQueries
 from ajedrez.store.guest_queries import GuestQueries
 from ajedrez.store.live_queries import LiveQueries
 from ajedrez.store.models import AdminAudit, Removal
+from ajedrez.store.presence_queries import PresenceQueries
 
 # Rows per statement when many are written at once: far below any driver's limit on
 # bound parameters.
@@ -27,7 +28,9 @@ CHUNK = 500
 
 
 @dataclass
-class Tx(GameQueries, AccountQueries, GuestQueries, LiveQueries, BlockQueries):
+class Tx(
+    GameQueries, AccountQueries, GuestQueries, LiveQueries, BlockQueries, PresenceQueries
+):
     conn: Connection
     stamp: int
     # The events of this transaction, written by ``flush_events`` just before it commits.

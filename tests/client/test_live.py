@@ -366,18 +366,25 @@ def test_block_unblock_and_blocked(machine, new_user):
 def test_seek_waits_pairs_and_withdraws(machine, new_user):
     ana, bob, carl = new_user("ana"), new_user("bob"), new_user("carl")
     a, b, c = machine(ana), machine(bob), machine(carl)
-    waiting = a("seek", "--time", "17h+13s").out
-    assert "Seeking a game (17h+13s" in waiting and "ajedrez unseek" in waiting
-    listed = b("seeks").out
-    assert ana in listed and "17h+13s" in listed
-    assert "848" in a.fail("seek", "--time", "17h+13s", rc=1).err
-    assert a("unseek").out.strip() == "Your seeks are withdrawn."
-    assert "no seek" in a.fail("unseek", "--time", "17h+13s", rc=1).err
-    assert ana not in b("seeks").out
-
+    # A live seek (an increment under a day) lasts while its owner is connected: the
+    # seek command's own session ends with it, watch's goes on.
     watch = Running(a, "watch")
     try:
         watch.wait_line("Up to date")
+        waiting = a("seek", "--time", "17h+13s").out
+        assert "Seeking a game (17h+13s" in waiting and "ajedrez unseek" in waiting
+        assert "keep `ajedrez watch` running" in waiting
+        listed = b("seeks").out
+        assert ana in listed and "17h+13s" in listed
+        refused = a.fail("seek", "--time", "17h+13s", rc=1).err
+        assert "848" in refused and "you already seek a game of 17h+13s" in refused
+        assert a("unseek").out.strip() == "Your seeks are withdrawn."
+        assert "no seek" in a.fail("unseek", "--time", "17h+13s", rc=1).err
+        assert ana not in b("seeks").out
+        slow = a("seek", "--time", "11d+1d").out  # correspondence: it waits for ana
+        assert "Seeking a game (11d+1d" in slow and "keep `ajedrez watch`" not in slow
+        assert a("unseek").out.strip() == "Your seeks are withdrawn."
+
         a("seek", "--time", "19h+7s", "--private")
         paired = b("seek", "--time", "19h+7s").out
         assert "Paired at once: game P" in paired and f"you play black against {ana}" in paired
@@ -388,8 +395,8 @@ def test_seek_waits_pairs_and_withdraws(machine, new_user):
         assert gid in b("games").out
     finally:
         assert watch.stop() == 0
-    private = c.fail("observe", gid, rc=1).err
-    assert "private" in private and "845" in private
+    private = c.fail("observe", gid, rc=1).err  # to a stranger, as no game at all
+    assert "830" in private and "private" not in private
 
 
 def test_hints(machine, new_user):

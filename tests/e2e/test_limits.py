@@ -18,7 +18,7 @@ import pytest
 from ajedrez.server.settings import Limits, Settings, SettingsError, load
 from ajedrez.service.throttle import LoginThrottle
 from tests.support.common import PASSWORD, ROOT, wait_for, wait_for_async
-from tests.support.espol import Conn
+from tests.support.espol import Conn, Reply
 from tests.support.server import start_server, tls_port
 from tests.support.sockets import peer_has_read
 
@@ -118,6 +118,41 @@ def test_connections_per_address_are_capped(database_url: str) -> None:
         assert wait_for(fourth_served)
         b.close()
         assert wait_for(lambda: "too many connections from your address" in srv.log_text())
+    finally:
+        srv.stop()
+
+
+def test_sessions_per_account_are_capped(database_url: str, new_user) -> None:  # type: ignore[no-untyped-def]
+    """Issue 32: 1,000 streaming sessions of one account took every place of the server.
+    The cap counts logged-in sessions over every process on the database."""
+    srv = start_server(database_url, "--max-sessions-per-account", "3")
+    try:
+        ana, bob = new_user("a"), new_user("b")
+
+        def log_in(name: str) -> tuple[Conn, Reply]:
+            c = srv.connect()
+            assert c.cmd(f"USER:{name}").code == 101
+            return c, c.cmd(f"PASS:{PASSWORD}")
+
+        held = [log_in(ana)[0] for _ in range(3)]
+        held[0].cmd("EVEN")  # streaming sessions count as any other
+        extra, r = log_in(ana)
+        assert r.code == 810, r
+        assert (
+            r.text == f"too many sessions of the account '{ana}' (limit 3); end one of them first"
+        )
+        assert extra.is_closed()
+        assert log_in(bob)[1].code == 102  # another account is not held back
+        assert held[1].cmd("HELP:QUIT").code == 110
+        held[0].close()
+
+        def a_place_came_free() -> bool:
+            c, r = log_in(ana)
+            c.close()
+            return r.code == 102
+
+        assert wait_for(a_place_came_free)
+        assert f"login of '{ana}' from" in srv.log_text()
     finally:
         srv.stop()
 
@@ -421,6 +456,20 @@ class NoGames:
     """Stands in for the game service, which SUBS never uses."""
 
 
+class NobodyCounted:
+    """Stands in for the presence of logged-in sessions (``domain/presence.py``), which
+    needs a database: a login is never capped, a logout changes nothing."""
+
+    def arrive(self, user_id: int, name: str = "") -> None:
+        pass
+
+    def depart(self, user_id: int) -> int:
+        return 0
+
+    def vacate(self) -> int:
+        return 0
+
+
 def test_password_hashes_are_capped() -> None:
     import asyncio
 
@@ -464,7 +513,14 @@ def test_a_login_does_not_queue_behind_subscription_hashes() -> None:
 
     async def scenario() -> bytes:
         limits = Limits(max_subscription_hashes=1, subs_per_address=100)
-        service = make_service(accounts, NoGames(), None, limits, command_threads=16)  # type: ignore[arg-type]
+        service = make_service(
+            accounts,  # type: ignore[arg-type]
+            NoGames(),  # type: ignore[arg-type]
+            None,  # type: ignore[arg-type]
+            limits,
+            command_threads=16,
+            presence=NobodyCounted(),  # type: ignore[arg-type]
+        )
         reactor = Reactor(service, "127.0.0.1", [Listener("plain", Connection, 0)], limits)
         (_, host, port), *_ = await reactor.start()
         flood = []

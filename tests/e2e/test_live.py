@@ -23,7 +23,7 @@ import chess
 import chess.pgn
 import pytest
 
-from tests.support.common import PASSWORD
+from tests.support.common import PASSWORD, wait_for
 from tests.support.espol import Conn, Reply
 from tests.support.play import jgda
 from tests.support.server import ServerProcess, start_server
@@ -332,10 +332,17 @@ def test_observer_commands_over_tcp(start, new_user, enter):
 
 
 def test_private_games_over_tcp(start, new_user, enter):
-    g = start(":none:1")
+    """Issue 32: a stranger cannot tell a private game, running or finished, from one
+    that does not exist; its players see it as before."""
+    g, over = start(":none:1"), start(":none:1")
+    assert over.b.cmd(f"REND:{over.pid}:{over.white}").code == 211
     o = enter(new_user("o"), streaming=False)
-    assert o.cmd(f"OBSV:{g.pid}").code == 845
-    assert o.cmd(f"STAT:{g.pid}").code == 831
+    for line in ("OBSV:<P>", "STAT:<P>", "SPAR:<P>:0", "JGDA:<P>:1:e2e4:0:1228:0", "OBSF:<P>"):
+        for pid in (g.pid, over.pid, "P9999999"):
+            r = o.cmd(line.replace("<P>", pid))
+            assert (r.code, r.text) == (830, f"no game {pid}"), (line, r)
+    assert g.w.cmd(f"OBSV:{g.pid}").code == 846
+    assert over.w.cmd(f"STAT:{over.pid}").code == 206
 
 
 # -- chat ----------------------------------------------------------------------------------
@@ -497,7 +504,7 @@ def test_seek_pairing_events(new_user, enter, private):
         assert c.until(kind("INICIO_PARTIDA", pid))[-1].fields == want
     assert seeks_of(a, {a_name, b_name}) == []
     o = enter(o_name, streaming=False)
-    assert o.cmd(f"OBSV:{pid}").code == (845 if private else 220)
+    assert o.cmd(f"OBSV:{pid}").code == (830 if private else 220)
     assert a.cmd(f"JGDA:{pid}:1:e2e4:0:1228:0").code == 208  # the first seeker is white
 
 
@@ -589,6 +596,46 @@ def test_many_seek_the_same_control_at_once(two_servers, new_user, enter, count)
         if waiting:
             name = waiting[0].split(":")[0]
             assert conns[names.index(name)].cmd("BUSR").code == 227
+
+
+def test_a_live_seek_goes_with_its_owner_s_last_session(two_servers, new_user, enter):
+    """Issue 32: a live seek paired a second after its owner left, and its absent
+    player's clock ran. Across two server processes on one database, the owner's last
+    session takes its live seek along; a correspondence seek stays; nobody pairs with
+    the live one afterwards."""
+    live, slow = fresh_control(), fresh_control().replace("+11s", "+1d")
+    a_name, b_name = new_user("a"), new_user("b")
+    a_here = enter(a_name, two_servers[0], streaming=False)
+    a_there = enter(a_name, two_servers[1], streaming=False)
+    b = enter(b_name, two_servers[0], streaming=False)
+    assert a_here.cmd(f"BUSC:{live}").code == 225
+    assert a_here.cmd(f"BUSC:{slow}").code == 225
+    a_here.close()  # the seeks' session, not the owner's last (tests/store/test_presence.py)
+    a_there.close()
+    assert wait_for(lambda: seeks_of(b, {a_name}) == [f"{a_name}:{slow}"], WAIT)
+    assert b.cmd(f"BUSC:{live}") == Reply(225, False, b"")  # waits: nobody to pair with
+    assert b.cmd(f"BUSR:{live}").code == 227
+    r = b.cmd(f"BUSC:{slow}")  # correspondence: a's seek still pairs
+    assert r.code == 225 and PID.fullmatch(r.text), r
+
+
+def test_a_player_holds_at_most_three_seeks(new_user, enter):
+    """Issue 32: controls are open-ended, so one seek per control was no limit."""
+    a_name, b_name = new_user("a"), new_user("b")
+    a, b = enter(a_name, streaming=False), enter(b_name, streaming=False)
+    controls = [fresh_control() for _ in range(5)]
+    for control in controls[:3]:
+        assert a.cmd(f"BUSC:{control}").code == 225
+    r = a.cmd(f"BUSC:{controls[3]}")
+    assert r.code == 848 and "3 seeks" in r.text and "BUSR" in r.text, r
+    assert a.cmd(f"BUSC:{controls[0]}").code == 848  # the same control: as before
+    assert len(seeks_of(b, {a_name})) == 3
+    assert b.cmd(f"BUSC:{controls[4]}").code == 225
+    r = a.cmd(f"BUSC:{controls[4]}")  # pairs at once: holds no seek, so allowed
+    assert r.code == 225 and PID.fullmatch(r.text), r
+    assert a.cmd(f"BUSR:{controls[0]}").code == 227
+    assert a.cmd(f"BUSC:{controls[3]}").code == 225
+    assert a.cmd("BUSR").code == 227
 
 
 def test_one_seek_from_many_sessions_of_a_user(two_servers, new_user, enter):

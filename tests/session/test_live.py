@@ -220,8 +220,7 @@ def test_observe_failures(game, start, user, enter):
     assert game.w.cmd(f"OBSV:{game.pid}").code == 846  # a player
     assert game.b.cmd(f"OBSV:{game.pid}").code == 846
     private = start("none", True)
-    r = o.cmd(f"OBSV:{private.pid}")
-    assert r.code == 845 and r.text, r
+    assert o.raw(f"OBSV:{private.pid}") == frame(830, f"no game {private.pid}")
     over = start()
     over.resign()
     assert o.cmd(f"OBSV:{over.pid}").code == 833
@@ -239,7 +238,7 @@ def test_private_flag_zero_or_left_out_is_public(start, user, enter):
 
 def test_private_game_with_a_clock(start, user, enter):
     g = start("3d", True)
-    assert enter(user("o")).code(f"OBSV:{g.pid}") == 845
+    assert enter(user("o")).code(f"OBSV:{g.pid}") == 830
     r = g.w.cmd(f"RELJ:{g.pid}")
     assert r.code == 217 and r.text.split(":")[2] == "3d", r  # the control is kept
 
@@ -289,6 +288,62 @@ def test_strangers_get_831_and_so_do_observers_after_obsf(game, observer, user, 
     assert o.raw(f"OBSV:{game.pid}") == frame(220, game.pid)  # may come back
     assert stat_fields(o, game.pid)[8] == "-"
     assert list_records(game.b, f"OBSL:{game.pid}", 222) == [name]
+
+
+def stranger_lines(pid: str, player: str) -> list[str]:
+    """Every command about a game, as a stranger to it would send it."""
+    return [
+        f"STAT:{pid}",
+        f"SPAR:{pid}:0",
+        f"JGDA:{pid}:1:e2e4:0:1228:0",
+        f"TBLS:{pid}:{player}",
+        f"RTBL:{pid}:S:{player}",
+        f"REND:{pid}:{player}",
+        f"FINP:{pid}:{player}",
+        f"RELJ:{pid}",
+        f"OBSV:{pid}",
+        f"OBSF:{pid}",
+        f"OBSL:{pid}",
+        f"CHAT:{pid}:hola",
+        f"CHLE:{pid}:0",
+        f"HOVR:{pid}:e2",
+        f"ATRS:{pid}:{player}",
+        f"RATR:{pid}:S:{player}",
+        f"PGNX:{pid}",
+        f"PGNX:{pid}:1",
+    ]
+
+
+def test_a_stranger_cannot_tell_a_private_game_from_none(start, user, enter):
+    """Issue 32: a stranger got 845 from OBSV, 833 from a finished private game, and 831
+    from every command for a game that exists against 830 for one that does not."""
+    active = start("10m", True)
+    active.play("e4")
+    finished = start(None, True)
+    finished.resign()
+    stranger = enter(user("s"))
+    missing = "P9999999"
+    for line in stranger_lines("<P>", active.white):
+        for pid in (missing, active.pid, finished.pid):
+            got = stranger.raw(line.replace("<P>", pid))
+            assert got == frame(830, f"no game {pid}"), (line, pid, got)
+    assert not stranger.closed
+    # The players keep their answers.
+    assert active.w.code(f"OBSV:{active.pid}") == 846
+    assert active.b.code(f"STAT:{active.pid}") == 206
+    assert finished.w.code(f"REND:{finished.pid}:{finished.black}") == 833
+    assert finished.b.code(f"PGNX:{finished.pid}") == 214
+
+
+def test_a_public_game_stays_visible_to_strangers(start, user, enter):
+    active, finished = start("10m"), start()
+    finished.resign()
+    stranger = enter(user("s"))
+    assert stranger.code(f"STAT:{active.pid}") == 831
+    assert stranger.code(f"STAT:{finished.pid}") == 831
+    assert stranger.code(f"OBSV:{finished.pid}") == 833
+    assert stranger.code(f"OBSF:{active.pid}") == 846
+    assert stranger.raw(f"OBSV:{active.pid}") == frame(220, active.pid)
 
 
 def test_unknown_game_is_830_for_everyone(game):
@@ -724,6 +779,26 @@ def test_seek_exists(seeker):
     assert a.code(f"BUSR:{control}") == 227
 
 
+def test_a_player_holds_at_most_three_waiting_seeks(seeker, enter):
+    """Issue 32: controls are open-ended, so one seek per control was no cap."""
+    controls = [fresh_control() for _ in range(5)]
+    (ana, a), (_bob, b) = seeker(), seeker()
+    for control in controls[:3]:
+        assert a.raw(f"BUSC:{control}") == frame(225)
+    limit = "you already hold 3 seeks, the most allowed; withdraw one (BUSR) first"
+    assert a.raw(f"BUSC:{controls[3]}") == frame(848, limit)
+    assert enter(ana).raw(f"BUSC:{controls[3]}") == frame(
+        848, limit
+    )  # the user's, not the session's
+    assert len(seeks_of(b, [ana])) == 3
+    assert b.raw(f"BUSC:{controls[4]}") == frame(225)
+    r = a.cmd(f"BUSC:{controls[4]}")  # pairs at once: it holds no seek
+    assert r.code == 225 and PID.fullmatch(r.text), r
+    assert a.code(f"BUSR:{controls[0]}") == 227
+    assert a.raw(f"BUSC:{controls[3]}") == frame(225)
+    assert a.code("BUSR") == 227
+
+
 def test_seek_exists_across_sessions(seeker, enter):
     control = fresh_control()
     ana, a = seeker()
@@ -785,7 +860,7 @@ def test_private_seek_makes_a_private_game(seeker, private_first):
     assert a.raw(f"BUSC:{control}:{int(private_first)}") == frame(225)
     r = b.cmd(f"BUSC:{control}:{int(not private_first)}")
     assert PID.fullmatch(r.text), r
-    assert c.code(f"OBSV:{r.text}") == 845
+    assert c.code(f"OBSV:{r.text}") == 830
 
 
 def test_public_seeks_make_a_public_game(seeker):
@@ -1175,17 +1250,22 @@ def test_a_closed_accounts_seek_never_pairs(seeker):
 
 
 def test_busl_multi_part(seeker):
-    name, c = seeker("seeker_long_name_xyz")
-    controls = [fresh_control() for _ in range(110)]  # 110 records of ~45 bytes
-    for control in controls:
-        assert c.raw(f"BUSC:{control}") == frame(225)
-    parts = c.all("BUSL")
+    seekers = [seeker("seeker_long_name_xyz") for _ in range(37)]
+    posted = []  # 3 seeks each (the most): 111 records of ~45 bytes
+    for name, s in seekers:
+        for _ in range(3):
+            control = fresh_control()
+            assert s.raw(f"BUSC:{control}") == frame(225)
+            posted.append(f"{name}:{control}")
+    parts = seekers[0][1].all("BUSL")
     assert len(parts) > 1
     assert [p.more for p in parts] == [True] * (len(parts) - 1) + [False]
     assert all(p.code == 226 and 0 < len(p.data) <= 4096 for p in parts)
     records = [r for p in parts for r in p.text.split(",")]  # cut between records
-    assert [r for r in records if r.startswith(f"{name}:")] == [f"{name}:{x}" for x in controls]
-    assert c.code("BUSR") == 227
+    names = {name for name, _s in seekers}
+    assert [r for r in records if r.split(":", 1)[0] in names] == posted
+    for _name, s in seekers:
+        assert s.code("BUSR") == 227
 
 
 def test_jueg_privada_values(user, enter):
@@ -1196,4 +1276,4 @@ def test_jueg_privada_values(user, enter):
     assert a.raw(f"JUEG:{bob}::1") == frame(200)  # control left out, private
     r = b.cmd(f"ACEP:N:{ana}")
     assert r.code == 202, r
-    assert c.code(f"OBSV:{r.text}") == 845
+    assert c.code(f"OBSV:{r.text}") == 830

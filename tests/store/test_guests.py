@@ -17,6 +17,7 @@ from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.errors import Failure, Refusal
 from ajedrez.domain.games import Games
 from ajedrez.domain.guests import LEASE_MS, Guests, retired_name
+from ajedrez.domain.presence import Presence
 from ajedrez.domain.values import STATUS_FINISHED, WINNER_WHITE
 from ajedrez.service.guests import GuestBook
 from ajedrez.store.db import Database
@@ -149,9 +150,14 @@ def test_an_account_made_later_takes_a_guest_s_name(
     opponent = new_user("o")
     with games.store.reading() as tx:
         opponent_id = tx.active_user_id(opponent)
+    assert opponent_id is not None
+    # An account's live seek pairs while the account is connected (domain/presence.py).
+    connected = Presence(games.store, games.clock)
+    connected.arrive(opponent_id)
     assert games.live.seek(opponent_id, "10m", False) is None
     game_id = games.live.seek(guest, "10m", False)
     assert game_id is not None
+    connected.depart(opponent_id)
     guests.release(guest, lease)  # the game is lost: black left
     accounts.add_user(name.upper(), PASSWORD)  # in any case
     assert accounts.login(name.upper(), PASSWORD).name == name.upper()

@@ -51,12 +51,14 @@ def start_server(
         "--port",
         "0",
         # Every test's clients come from 127.0.0.1 and share one database: the caps on
-        # SUBS per address would soon refuse them. The tests of those caps set their own
-        # (a later option overrides an earlier one).
+        # SUBS per address would soon refuse them, and servers killed by a test leave
+        # their sessions counted against the cap per account until their leases lapse.
+        # The tests of those caps set their own (a later option overrides an earlier one).
         *("--subs-per-address", "1000000", "--max-pending-per-address", "1000000"),
         # Likewise the requests one account may send that notify others: the tests of
         # that limit set their own.
         *("--events-burst", "1000000"),
+        *("--max-sessions-per-account", "1000000"),
         *extra,
     ]
     proc = subprocess.Popen(
