@@ -14,7 +14,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ajedrez.domain.timecontrol import DAY_MS, HOUR_MS, MINUTE_MS, NONE, SECOND_MS, parse_control
+from ajedrez.domain.timecontrol import (
+    ANY_CORRESPONDENCE,
+    DAY_MS,
+    HOUR_MS,
+    MINUTE_MS,
+    NONE,
+    SECOND_MS,
+    parse_control,
+)
 from ajedrez.domain.values import BLACK, END_ABORTED, END_TIMEOUT, WHITE, other_color
 from ajedrez.domain.views import NO_CLOCK_RUNS, ClockStatus
 
@@ -218,6 +226,8 @@ def clock_lines(now: ClockNow, players: Players) -> list[str]:
 def describe_control(control: str) -> str:
     """A time control in words: ``3 d a move``, ``10 min for the game``, ``50 d + 5 d a
     move``, ``no clock``; empty for a control this client cannot read."""
+    if control == ANY_CORRESPONDENCE:
+        return "any correspondence time control"
     try:
         tc = parse_control(control)
     except ValueError:

@@ -29,7 +29,7 @@ from ajedrez.client.errors import (
 from ajedrez.client.event_lines import describe, event_environment, event_line
 from ajedrez.client.follow import Handler, follow
 from ajedrez.client.output import numbered, table
-from ajedrez.client.play_commands import time_control
+from ajedrez.client.play_commands import seek_control
 from ajedrez.client.protocol import CHANNEL_PLAYERS, Client, StreamItem, StreamMark
 from ajedrez.client.sync import sync_game
 from ajedrez.domain.values import WHITE, color_of_ply
@@ -454,7 +454,7 @@ def cmd_chat(app: App) -> int:
 
 
 def cmd_seek(app: App) -> int:
-    control = time_control(app.args.time) or "none"
+    control = seek_control(app.args.time) or "none"
     private = app.args.private
     with app.open_cache(create=True) as cache, app.session() as client:
         try:
@@ -468,6 +468,9 @@ def cmd_seek(app: App) -> int:
             st = sync_game(client, cache, gid).status
             with cache.transaction():
                 cache.remove_challenges(st.opponent)
+            held = cache.clock(gid)
+            if held is not None:  # corr pairs at the control the game got
+                control = held.status.control
     terms = ("no clock" if describe_control(control) == "no clock" else control_text(control)) + (
         ", private" if private else ""
     )
@@ -496,7 +499,7 @@ def cmd_seek(app: App) -> int:
 
 
 def cmd_unseek(app: App) -> int:
-    control = time_control(app.args.time)
+    control = seek_control(app.args.time)
     with app.session() as client:
         try:
             client.busr(control)

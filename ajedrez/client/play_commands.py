@@ -23,7 +23,7 @@ from ajedrez.client.errors import (
 from ajedrez.client.output import finished_message, numbered
 from ajedrez.client.protocol import Client
 from ajedrez.client.sync import board_of, record_own_move, sync_game
-from ajedrez.domain.timecontrol import control_name, parse_control
+from ajedrez.domain.timecontrol import ANY_CORRESPONDENCE, control_name, parse_control
 from ajedrez.domain.values import BLACK, WHITE
 from ajedrez.domain.views import GameStatus, MoveRecord
 from ajedrez.espol.codes import Reply
@@ -36,6 +36,12 @@ def parse_color(text: str) -> str:
     if text.lower() in words:
         return words[text.lower()]
     raise CliError(f"invalid colour {text!r}: B (white, blancas) or N (black, negras)", EXIT_USAGE)
+
+
+def seek_control(text: str | None) -> str | None:
+    """``seek``'s and ``unseek``'s ``--time``: a time control, or ``corr`` (any
+    correspondence control)."""
+    return text if text == ANY_CORRESPONDENCE else time_control(text)
 
 
 def time_control(text: str | None) -> str | None:

@@ -48,7 +48,7 @@ from ajedrez.client.errors import (
     Unreachable,
     reply_error,
 )
-from ajedrez.domain.timecontrol import parse_control
+from ajedrez.domain.timecontrol import ANY_CORRESPONDENCE, parse_control
 from ajedrez.espol import records
 from ajedrez.espol.codes import Reply
 from ajedrez.espol.events import EventRecord, parse_event
@@ -318,6 +318,11 @@ def _control(control: str) -> str:
     its bounds left to the server, which may set its own."""
     parse_control(control)
     return control
+
+
+def _seek_control(control: str) -> str:
+    """A seek's control: a time control, or ``corr`` (any correspondence control)."""
+    return control if control == ANY_CORRESPONDENCE else _control(control)
 
 
 # -- the connection --------------------------------------------------------------------
@@ -782,7 +787,7 @@ class Client:
     def busc(self, control: str, *, private: bool = False) -> str | None:
         """Seek a game with that time control (``none``: no clock). The new game's id when
         paired at once, else None: the seek waits."""
-        fields = (_control(control), "1") if private else (_control(control),)
+        fields = (_seek_control(control), "1") if private else (_seek_control(control),)
         gid = self.request("BUSC", *fields).text
         if not gid:
             return None
@@ -801,7 +806,7 @@ class Client:
         if control is None:
             self.request("BUSR")
         else:
-            self.request("BUSR", _control(control))
+            self.request("BUSR", _seek_control(control))
 
     def hovr(self, game: str, square: str) -> list[str]:
         """The squares the piece on ``square`` may move to now, sorted a1..h8; empty when

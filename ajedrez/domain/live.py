@@ -5,15 +5,22 @@ Every change runs in one transaction and emits its events (``events.py``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import chess
 
 from ajedrez.domain import clocks, events, rules
 from ajedrez.domain.blocking import refuse_blocked, refuse_blocked_by_players
-from ajedrez.domain.clocks import Clock, ClockRules
+from ajedrez.domain.clocks import Clock, ClockRules, control_from
 from ajedrez.domain.errors import Conflict, Failure, Refusal
 from ajedrez.domain.ports import GameRecord, Store, StoreTx
-from ajedrez.domain.timecontrol import TimeControl, control_name, parse_control
+from ajedrez.domain.timecontrol import (
+    ANY_CORRESPONDENCE,
+    ANY_CORRESPONDENCE_GAME,
+    TimeControl,
+    control_name,
+    parse_control,
+)
 from ajedrez.domain.values import BLACK, OBSERVER, STATUS_ACTIVE, WHITE, game_name
 
 CHAT_MAX = 500  # characters in a message
@@ -158,10 +165,14 @@ class Live:
     # -- seeks -----------------------------------------------------------------------------
 
     def seek(self, caller_id: int, control_text: str, private: bool) -> int | None:
-        """BUSC: the new game's id when paired at once, else None (the seek waits)."""
-        control = parse_control(control_text)
+        """BUSC: the new game's id when paired at once, else None (the seek waits).
+        ``corr`` (``ANY_CORRESPONDENCE``) takes any correspondence control; a
+        correspondence seek pairs with such a seek too, at its own control."""
+        any_control = control_text == ANY_CORRESPONDENCE
+        control = None if any_control else parse_control(control_text)
         self.clock_rules.check(control)
-        name = control_name(control)
+        name = ANY_CORRESPONDENCE if any_control else control_name(control)
+        correspondence = any_control or (control is not None and control.correspondence)
         with self.store.writing() as tx:
             tx.serialize()
             me = tx.user_ref(caller_id)
@@ -171,7 +182,11 @@ class Live:
                 raise Failure(Refusal.SEEK_EXISTS, f"you already seek a game of {name}")
             now = self.clock.now_ms()
             live = control is not None and not control.correspondence
-            for seek in tx.seeks_of_control(name, caller_id):
+            if correspondence:
+                found = tx.correspondence_seeks(None if any_control else name, caller_id)
+            else:
+                found = tx.seeks_of_control(name, caller_id)
+            for seek in found:
                 if live and tx.absent(seek.user_id, now):
                     # Its owner left (a process that died took the last session along):
                     # a game now would run an absent player's clock.
@@ -184,6 +199,8 @@ class Live:
                 white, black = seek.user_id, caller_id  # who sought first plays white
                 names = {caller_id: me.name, white: tx.user_name(white) or ""}
                 players = (white, names[white]), (black, names[black])
+                if correspondence:
+                    control = _paired_control(control, seek)
                 return start_game(tx, now, *players, control, private or seek.private, caller_id)
             # Checked only when the seek is to wait: one that pairs at once holds nothing.
             if tx.seek_count(caller_id) >= self.seeks_per_player:
@@ -200,7 +217,10 @@ class Live:
             return tx.seeks()
 
     def unseek(self, caller_id: int, control_text: str | None) -> int:
-        name = None if control_text is None else control_name(parse_control(control_text))
+        if control_text is None or control_text == ANY_CORRESPONDENCE:
+            name = control_text
+        else:
+            name = control_name(parse_control(control_text))
         with self.store.writing() as tx:
             dropped = tx.drop_seeks(caller_id, name)
         if not dropped:
@@ -225,6 +245,20 @@ class Live:
         origin = chess.parse_square(square)
         targets = {m.to_square for m in board.legal_moves if m.from_square == origin}
         return [chess.square_name(s) for s in sorted(targets)]
+
+
+def _paired_control(mine: TimeControl | None, seek: Any) -> TimeControl:
+    """The control of a game two correspondence seeks make: the specific one's (the
+    waiting seek's first), ``ANY_CORRESPONDENCE_GAME`` when both take any."""
+    if seek.control != ANY_CORRESPONDENCE:
+        theirs = control_from(seek.tc_initial_ms, seek.tc_increment_ms, seek.tc_cap_ms)
+        if theirs is not None:
+            return theirs
+    if mine is not None:
+        return mine
+    control = parse_control(ANY_CORRESPONDENCE_GAME)
+    assert control is not None
+    return control
 
 
 def start_game(

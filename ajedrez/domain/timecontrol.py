@@ -94,6 +94,13 @@ def format_duration(ms: int) -> str:
     return f"{ms / SECOND_MS:g}s"  # not a whole second: never stored by this server
 
 
+# A seek's control (BUSC) that takes any correspondence control (an increment of a day
+# or more): paired with the oldest waiting correspondence seek, at that seek's control.
+ANY_CORRESPONDENCE = "corr"
+# The control of a game two "any correspondence" seeks make.
+ANY_CORRESPONDENCE_GAME = "3d"
+
+
 def parse_control(value: str) -> TimeControl | None:
     """A ``control`` field: ``none`` (None), a preset's name, or ``<initial>+<increment>``
     with an optional ``/<cap>``. Syntax only: the server checks its bounds."""

@@ -231,8 +231,9 @@ SPECS: dict[str, Spec] = {
         _spec(
             "BUSC",
             True,
-            "seek a game with that time control: paired at once with a matching seek",
-            ("control", v.required_control),
+            "seek a game with that time control (corr: any correspondence control): paired at "
+            "once with a matching seek",
+            ("control", v.required_seek_control),
             _PRIVADA,
             optional=1,
         ),
@@ -241,7 +242,7 @@ SPECS: dict[str, Spec] = {
             "BUSR",
             True,
             "withdraw your seek of that time control (left out: all)",
-            _CONTROL,
+            ("control", v.seek_control),
             optional=1,
         ),
         _spec(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ajedrez.domain import text, values
-from ajedrez.domain.timecontrol import parse_control
+from ajedrez.domain.timecontrol import ANY_CORRESPONDENCE, parse_control
 
 # Names and text are defined in the domain, as every front end checks them alike; these
 # are ESPOL's names for them.
@@ -207,6 +207,16 @@ def casilla(value: str) -> str:
     if not (len(value) == 2 and value[0] in "abcdefgh" and value[1] in "12345678"):
         raise ValueError(f"invalid square '{shown(value)}': a1 to h8, lowercase")
     return value
+
+
+def seek_control(value: str) -> str | None:
+    """BUSR's control: a time control, or ``corr`` (any correspondence control)."""
+    return value if value == ANY_CORRESPONDENCE else control(value)
+
+
+def required_seek_control(value: str) -> str:
+    """BUSC's control: a time control, or ``corr`` (any correspondence control)."""
+    return value if value == ANY_CORRESPONDENCE else required_control(value)
 
 
 def required_control(value: str) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, delete, exists, func, insert, select, update
+from sqlalchemy import Connection, Select, and_, delete, exists, func, insert, or_, select, update
 from sqlalchemy.orm import aliased
 
 from ajedrez.domain.clocks import control_columns
-from ajedrez.domain.timecontrol import DAY_MS, TimeControl
+from ajedrez.domain.timecontrol import ANY_CORRESPONDENCE, DAY_MS, TimeControl
 from ajedrez.domain.values import STATUS_ACTIVE
 from ajedrez.store.models import (
     ChatMessage,
@@ -140,6 +140,32 @@ class LiveQueries:
             self.conn.execute(
                 select(Seek.id, Seek.user_id, Seek.private)
                 .where(Seek.control == control, Seek.user_id != other_than)
+                .order_by(Seek.id)
+            ).all()
+        )
+
+    def correspondence_seeks(self, control: str | None, other_than: int) -> list[Any]:
+        """Waiting seeks by other users that a correspondence seek pairs with, oldest
+        first: those of ``control`` and those of any correspondence control, or, for
+        ``control`` None (the caller's own seek takes any), every correspondence seek.
+        Rows: (id, user_id, private, control, tc_initial_ms, tc_increment_ms, tc_cap_ms)."""
+        wanted = [Seek.control == ANY_CORRESPONDENCE]
+        if control is None:
+            wanted.append(Seek.tc_increment_ms >= DAY_MS)
+        else:
+            wanted.append(Seek.control == control)
+        return list(
+            self.conn.execute(
+                select(
+                    Seek.id,
+                    Seek.user_id,
+                    Seek.private,
+                    Seek.control,
+                    Seek.tc_initial_ms,
+                    Seek.tc_increment_ms,
+                    Seek.tc_cap_ms,
+                )
+                .where(or_(*wanted), Seek.user_id != other_than)
                 .order_by(Seek.id)
             ).all()
         )

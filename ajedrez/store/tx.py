@@ -28,9 +28,7 @@ CHUNK = 500
 
 
 @dataclass
-class Tx(
-    GameQueries, AccountQueries, GuestQueries, LiveQueries, BlockQueries, PresenceQueries
-):
+class Tx(GameQueries, AccountQueries, GuestQueries, LiveQueries, BlockQueries, PresenceQueries):
     conn: Connection
     stamp: int
     # The events of this transaction, written by ``flush_events`` just before it commits.

@@ -17,6 +17,7 @@ import pytest
 from ajedrez.client import WHITE, Client, EventRecord, NotAccepted, NotBlocked, StreamMark
 from ajedrez.client.cache import SCHEMA_VERSION, Cache, cache_path
 from ajedrez.client.chessboard import jgda_for
+from ajedrez.domain.accounts import Accounts
 from tests.client.conftest import Machine, start_game
 from tests.support.common import PASSWORD, ROOT, wait_for
 from tests.support.server import ServerProcess, start_server
@@ -397,6 +398,28 @@ def test_seek_waits_pairs_and_withdraws(machine, new_user):
         assert watch.stop() == 0
     private = c.fail("observe", gid, rc=1).err  # to a stranger, as no game at all
     assert "830" in private and "private" not in private
+
+
+def test_a_seek_of_any_correspondence_control(own_db, machine):
+    """A server of its own: a waiting seek of another test would pair first."""
+    url, database = own_db
+    srv = start_server(url)
+    try:
+        accounts = Accounts(database)
+        for name in ("ana", "bob"):
+            accounts.add_user(name, PASSWORD)
+        a, b = machine("ana", srv=srv), machine("bob", srv=srv)
+        waiting = a("seek", "--time", "corr").out
+        assert "Seeking a game (corr (any correspondence time control))" in waiting, waiting
+        assert "keep `ajedrez watch`" not in waiting  # not a live seek
+        assert "ana" in b("seeks").out
+        paired = b("seek", "--time", "7d").out
+        assert "Paired at once" in paired and "(7d (7 d a move))" in paired, paired
+        assert "you play black against ana" in paired
+        a("seek", "--time", "corr")
+        assert a("unseek", "--time", "corr").out.strip() == "Seek for corr withdrawn."
+    finally:
+        srv.stop()
 
 
 def test_hints(machine, new_user):

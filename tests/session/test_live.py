@@ -715,6 +715,36 @@ def test_controls_are_compared_as_values(seeker):
     assert stat_fields(c, r.text)[1:3] == [cy, ana]
 
 
+def test_any_correspondence_pairs_with_each_correspondence_control(seeker, session_db):
+    with session_db.engine.begin() as conn:  # no seek of an earlier test waits
+        conn.execute(sqlalchemy.text("DELETE FROM seeks"))
+    (ana, a), (bob, b), (cy, c), (dee, d) = seeker(), seeker(), seeker(), seeker()
+    assert a.raw("BUSC:corr") == frame(225)
+    assert seeks_of(b, [ana]) == [f"{ana}:corr"]
+    assert b.code("BUSC:10m") == 225  # live: never paired with corr
+    assert seeks_of(c, [ana, bob]) == [f"{ana}:corr", f"{bob}:10m"]
+    r = c.cmd("BUSC:7d")  # a specific correspondence control meets corr, at its own
+    assert r.code == 225 and PID.fullmatch(r.text), r
+    assert stat_fields(a, r.text)[1:3] == [ana, cy]  # the first seeker plays white
+    assert a.cmd(f"RELJ:{r.text}").text.split(":")[2] == "7d"
+    assert d.raw("BUSC:iccf-10/50") == frame(225)
+    r = a.cmd("BUSC:corr")  # corr meets the oldest waiting correspondence seek
+    assert r.code == 225 and PID.fullmatch(r.text), r
+    assert stat_fields(a, r.text)[1:3] == [dee, ana]
+    assert a.cmd(f"RELJ:{r.text}").text.split(":")[2] == "iccf-10/50"
+    # two that take any make a game of 3d
+    (eve, e), (_fay, f) = seeker(), seeker()
+    assert e.raw("BUSC:corr") == frame(225)
+    r = f.cmd("BUSC:corr")
+    assert r.code == 225 and PID.fullmatch(r.text), r
+    assert e.cmd(f"RELJ:{r.text}").text.split(":")[2] == "3d"
+    assert e.code("BUSC:corr") == 225
+    assert e.code("BUSC:corr") == 848  # one seek of corr at a time, as of any control
+    assert e.code("BUSR:corr") == 227
+    assert seeks_of(a, [eve]) == []
+    assert b.code("BUSR:10m") == 227
+
+
 def test_different_controls_do_not_pair(seeker):
     one, two = fresh_control(), fresh_control()
     (ana, a), (bob, b) = seeker(), seeker()
