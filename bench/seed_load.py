@@ -404,11 +404,17 @@ def _figures(
     failures: list[str],
 ) -> dict[str, Any]:
     """One listener's row: its moves (their latencies), games and CPU in the window."""
+    rate = moves.count / seconds if seconds > 0 else 0.0
+    server_cpu = cpu.get("server_cpu_percent")
     return {
         "listener": kind,
         "window_seconds": round(seconds, 3),
         "moves": moves.count,
-        "moves_per_second": round(moves.count / seconds, 1) if seconds > 0 else 0.0,
+        "moves_per_second": round(rate, 1),
+        # the server's CPU time per move (ms): what the move costs, whatever else ran
+        "server_cpu_ms_per_move": (
+            round(server_cpu * 10 / rate, 3) if server_cpu is not None and rate > 0 else None
+        ),
         "latency": {**moves.percentiles_ms(), "p90_ms": round(moves.p90, 3)},
         "games_started": games,
         "game_ends": dict(sorted(ends.items())),
@@ -496,16 +502,19 @@ def server_args(args: argparse.Namespace) -> list[str]:
 def render(results: list[dict[str, Any]]) -> str:
     head = (
         f"{'listener':<8} {'moves/s':>8} {'moves':>7} {'p50 ms':>8} {'p90 ms':>8} "
-        f"{'p99 ms':>8} {'max ms':>8} {'games':>6} {'srv CPU':>8} {'gen CPU':>8} {'fail':>5}"
+        f"{'p99 ms':>8} {'max ms':>8} {'games':>6} {'srv CPU':>8} {'ms/move':>8} "
+        f"{'gen CPU':>8} {'fail':>5}"
     )
     lines = [head]
     for r in results:
         lat = r["latency"]
         srv = "-" if r["server_cpu_percent"] is None else f"{r['server_cpu_percent']:.0f}%"
+        per_move = r["server_cpu_ms_per_move"]
+        cost = "-" if per_move is None else f"{per_move:.3f}"
         lines.append(
             f"{r['listener']:<8} {r['moves_per_second']:>8.1f} {r['moves']:>7} "
             f"{lat['p50_ms']:>8.2f} {lat['p90_ms']:>8.2f} {lat['p99_ms']:>8.2f} "
-            f"{lat['max_ms']:>8.2f} {r['games_started']:>6} {srv:>8} "
+            f"{lat['max_ms']:>8.2f} {r['games_started']:>6} {srv:>8} {cost:>8} "
             f"{r['load_generator_cpu_percent']:>7.0f}% {r['players_failed']:>5}"
         )
     for r in results:
