@@ -15,15 +15,16 @@ process, for ``--warmup`` + ``--duration`` seconds each:
 2. ``binary``: the same on the binary listener (seed 004): ``JOIN`` name, ``INIT`` 1,
    ``PLAY`` on the ``UPDT`` that gives the player the turn.
 3. ``espol``: ``bench.load``'s players (twice --tables seeded accounts, one game per pair:
-   JUEG, ACEP, JGDA) with ``--wait notify``, the closest ESPOL has to the pushed
-   updates of the seed listeners (the waiting player is woken by its opponent's task,
-   then fetches the move with one SPAR).
+   JUEG with the same time control, ACEP, JGDA) with ``--wait notify``, the closest
+   ESPOL has to the pushed updates of the seed listeners (the waiting player is woken by
+   its opponent's task, then fetches the move with one SPAR).
 
 A move's latency runs from just before its bytes are written to when the mover's task
 has its acknowledgement: the ``#OK#...#`` update on the ``#`` listener, the ``UPDT`` on
 the binary one; ESPOL's comparable figure is ``JGDA+wake`` (``bench/README.md``). A
-game still running at ``--max-plies`` is resigned by the player to move. The tables'
-time control is ``--time-control`` (``1d``), so no clock runs out.
+game still running at ``--max-plies`` is resigned by the player to move. Every
+game's time control, on the three listeners, is ``--time-control`` (``1d``): clocks run,
+and none runs out.
 """
 
 from __future__ import annotations
@@ -362,7 +363,7 @@ async def espol_phase(
             *("--clients", str(2 * args.tables), "--duration", str(args.duration)),
             *("--warmup", str(args.warmup), "--wait", "notify"),
             *("--max-plies", str(args.max_plies), "--seed", str(args.seed)),
-            *("--timeout", str(args.timeout)),
+            *("--timeout", str(args.timeout), "--time-control", args.time_control),
         ]
     )
     load_args.names = user_names(f"{args.prefix}e", 2 * args.tables)
