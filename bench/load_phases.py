@@ -120,9 +120,14 @@ async def watch(watcher: Watcher | None, stop: asyncio.Event) -> None:
 
 
 async def run(
-    args: argparse.Namespace, host: str, port: int, watcher: Watcher | None
+    args: argparse.Namespace,
+    host: str,
+    port: int,
+    watcher: Watcher | None,
+    recorder: Recorder | None = None,
 ) -> dict[str, Any]:
-    recorder = Recorder()
+    """The whole run; ``recorder`` (a new one by default) keeps every sample afterwards."""
+    recorder = Recorder() if recorder is None else recorder
     control = Control(count=recorder.count)
     started = time.perf_counter()
     max_plies = args.moves_per_game or args.max_plies

@@ -32,6 +32,7 @@ class Summary:
     max: float
     mean: float
     replies: dict[str, int]
+    p90: float = 0.0  # not in the reports' JSON; bench.seed_load prints it
 
     def percentiles_ms(self) -> dict[str, Any]:
         """The count and the percentiles, as every report names them."""
@@ -59,6 +60,7 @@ def summarize(command: str, seconds: Iterable[float], replies: dict[str, int]) -
         max=ms[-1] if ms else 0.0,
         mean=sum(ms) / len(ms) if ms else 0.0,
         replies=replies,
+        p90=percentile(ms, 90),
     )
 
 
