@@ -30,7 +30,7 @@ import chess
 from sqlalchemy import text
 
 from ajedrez.domain.accounts import Accounts
-from ajedrez.domain.events import Event
+from ajedrez.domain.events import Event, Value
 from ajedrez.store.db import Database
 from bench.server_proc import ServerProcess
 from bench.stats import percentile
@@ -75,7 +75,7 @@ def seed_history(db: Database, user_id: int, other_id: int, events: int) -> None
     for start in range(0, events, SEED_BATCH):
         with db.write() as tx:
             for n in range(start, min(events, start + SEED_BATCH)):
-                fields = {"partida": n + 1, "usuario": "replayer"}
+                fields: dict[str, Value] = {"partida": n + 1, "usuario": "replayer"}
                 tx.emit(Event("TABLAS", fields, 1_000, None, user_id, other_id, user_id))
 
 
