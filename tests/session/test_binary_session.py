@@ -252,7 +252,7 @@ def test_a_spectator() -> None:
     assert sent(session.receive(p.Hover((4, 6)))) == [b"HOVR\x04\x06"]
     asked = stored(ev.RETROCESO, partida=GAME, usuario="Alice")
     assert session.event(asked) == []
-    assert sent(session.failed(s.Watch(GAME), Failure(Refusal.PRIVATE_GAME, "x"))) == [b"JOIN\x00"]
+    assert sent(session.failed(s.Watch(GAME), Failure(Refusal.NO_SUCH_GAME, "x"))) == [b"JOIN\x00"]
 
 
 def test_server_errors_and_odd_events() -> None:

@@ -48,7 +48,7 @@ class FakeTransport(asyncio.Transport):
 
 def fake_host(idle_timeout: float = 60.0) -> Any:
     service = SimpleNamespace(throttle=LoginThrottle())
-    limits = SimpleNamespace(login_grace=60.0, idle_timeout=idle_timeout)
+    limits = SimpleNamespace(login_grace=60.0, idle_timeout=idle_timeout, ipv6_block_size=64)
     return SimpleNamespace(
         service=service,
         metrics=Metrics(),

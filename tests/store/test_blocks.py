@@ -26,8 +26,9 @@ _controls = itertools.count(random.randrange(0, 10_000))
 
 
 def fresh_control() -> str:
-    """A time control no other test seeks (odd minutes are never whole hours)."""
-    return f"{1001 + 2 * next(_controls)}m+11s"
+    """A correspondence control no other test seeks (odd minutes are never whole hours):
+    its seeks wait whether or not their owners are connected."""
+    return f"{1001 + 2 * next(_controls)}m+1d"
 
 
 def refused(kind: Refusal, call, *args):  # type: ignore[no-untyped-def]
