@@ -1,10 +1,10 @@
 """Play the hostile clients of docs/security.md against a fresh server and print what a
 legitimate user sees meanwhile.
 
-    .venv/bin/python -m bench.hostile [--database-url URL] [--only NAME ...]
+    .venv/bin/python -m bench.hostile [--only NAME ...] [--server-args "--events-burst 50"]
 
-Each scenario runs against a server of its own (default settings, a new SQLite file
-unless ``--database-url``); clients come from many loopback addresses (127.0.0.0/8).
+Each scenario runs against a server of its own (default settings but
+``--server-args``, a new SQLite file); clients come from many loopback addresses (127.0.0.0/8).
 Figures are seconds as seen by the client.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
+import shlex
 import socket
 import struct
 import subprocess
@@ -481,7 +482,7 @@ def seek_flood(address: tuple[str, int], db: Database) -> str:
     codes: dict[int, int] = {}
     started = time.monotonic()
     for chunk in range(0, 10_000, 500):
-        s.send(*(f"BUSC:{i + 1}m" for i in range(chunk, chunk + 500)))
+        s.send(*(f"BUSC:{i + 1}m+0" for i in range(chunk, chunk + 500)))
         for _ in range(500):
             code, _ = s.reply()
             codes[code] = codes.get(code, 0) + 1
@@ -605,6 +606,11 @@ SCENARIOS: dict[str, Callable[[tuple[str, int], Database], str]] = {
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", nargs="*", choices=list(SCENARIOS), help="run only these")
+    p.add_argument(
+        "--server-args",
+        default="",
+        help="more arguments for every server started (one string, split as a shell does)",
+    )
     args = p.parse_args()
     for name in args.only or list(SCENARIOS):
         with tempfile.TemporaryDirectory() as tmp:
@@ -620,6 +626,7 @@ def main() -> None:
             if name == "scrape":
                 METRICS[name] = _free_port()
                 extra = ["--metrics-port", str(METRICS[name])]
+            extra += shlex.split(args.server_args)
             server = ServerProcess(url, extra, source_dir=None, log_path=Path(tmp) / "server.log")
             host, port = server.start()
             try:
