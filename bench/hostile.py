@@ -552,7 +552,8 @@ def import_espol(address: tuple[str, int], db: Database) -> str:
     )
     whole = _admin("import", "espol", str(d))
     return (
-        f"solicitudes:/etc: exit {etc[0]}, '{etc[1]}'; a 300 MB line in usuarios: exit "
+        f"solicitudes:/etc: exit {etc[0]}, '{etc[1]}', {etc[2]:.2f} s, peak RSS "
+        f"{etc[3] / 1024:.0f} MiB; a 300 MB line in usuarios: exit "
         f"{huge[0]}, '{huge[1]}', {huge[2]:.2f} s, peak RSS {huge[3] / 1024:.0f} MiB; "
         f"the same directory without it: exit {whole[0]}, {whole[2]:.2f} s, peak RSS "
         f"{whole[3] / 1024:.0f} MiB"
