@@ -14,6 +14,7 @@ import argparse
 import http.client
 import os
 import shlex
+import shutil
 import socket
 import struct
 import subprocess
@@ -532,8 +533,6 @@ def _admin(*args: str, cfg: Path | None = None) -> tuple[int, str, float, int]:
 def import_espol(address: tuple[str, int], db: Database) -> str:
     """ajedrez-admin import espol on a data directory whose server.cfg names /etc, and on
     one whose usuarios ends with a 300 MB line (a hole: no disk is used)."""
-    import shutil
-
     example = Path(__file__).resolve().parent.parent / "tests" / "data" / "espol1995-example"
     d = Path(RUN["tmp"]).resolve() / "datos"
     shutil.copytree(example, d)
