@@ -113,3 +113,30 @@ class Tokens:
         """FICR:*: every token of the caller's; how many there were."""
         with self.store.writing() as tx:
             return tx.drop_tokens(caller_id)
+
+    # -- administrator side ------------------------------------------------------------
+    # ``by``: the operating-system user running ajedrez-admin, for the audit trail.
+
+    def listed_for(self, name: str) -> list[TokenInfo]:
+        """``users tokens``: the tokens of the account ``name`` (active or closed)."""
+        with self.store.reading() as tx:
+            user_id = tx.user_id(name)
+            if user_id is None:
+                raise Failure(Refusal.NO_SUCH_USER, f"no user '{name}'")
+            return [TokenInfo(*row) for row in tx.tokens_of(user_id)]
+
+    def revoke_for(self, name: str, token_id: int | None, *, by: str | None = None) -> int:
+        """``users revoke-tokens``: the account's token ``token_id``, or all of them
+        (None); how many were revoked."""
+        with self.store.writing() as tx:
+            user_id = tx.user_id(name)
+            if user_id is None:
+                raise Failure(Refusal.NO_SUCH_USER, f"no user '{name}'")
+            if token_id is None:
+                revoked = tx.drop_tokens(user_id)
+                tx.audit(by, "users revoke-tokens", name, f"all: {revoked}")
+                return revoked
+            if not tx.drop_token(user_id, token_id):
+                raise Failure(Refusal.NO_SUCH_TOKEN, f"{name} has no token {token_id}")
+            tx.audit(by, "users revoke-tokens", name, f"token {token_id}")
+            return 1
