@@ -183,6 +183,13 @@ class App:
         self._password = password
         return password
 
+    def credentials(self) -> None:
+        """Before a command that logs in again and again (watch, observe): the password
+        asked now, once, unless a login token is kept (then it is asked only if the
+        server refuses the token)."""
+        if self.stored_token() is None:
+            self.password()
+
     def connect(self) -> Client:
         s = self.settings
         tls = None

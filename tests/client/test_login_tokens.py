@@ -5,7 +5,9 @@ password is asked for again, saying why."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import signal
 import stat
 from pathlib import Path
 
@@ -93,3 +95,21 @@ def test_logout_of_a_token_dead_already_forgets_it(machine, new_user, accounts) 
     out = e("logout", password=None).out
     assert "no longer took" in out
     assert kept(e) == {}
+
+
+def test_watch_needs_no_password_with_a_token(machine, new_user) -> None:  # type: ignore[no-untyped-def]
+    """watch asks for the password up front only when no token is kept: it logs in
+    again and again, with the token."""
+    from tests.client.test_live import Running
+
+    ana, bob = new_user("ana"), new_user("bob")
+    a, b = machine(ana), machine(bob)
+    a("login")
+    b("challenge", ana)
+    watch = Running(dataclasses.replace(a, password=None), "watch", "--from-start")  # type: ignore[arg-type]
+    try:
+        assert bob in watch.wait_line("DESAFIO ", bob)
+        watch.wait_line("Up to date")
+        assert not any("password" in line for line in watch.err), watch.err
+    finally:
+        assert watch.stop(signal.SIGTERM) == 0
