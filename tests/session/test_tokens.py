@@ -143,3 +143,28 @@ def test_a_wrong_token_counts_as_a_failed_login(
     assert throttle.wait("10.9.8.7", name) == 0.0  # a right token clears the address
     # Logged in, the session's lines are no login attempts any more.
     assert again.login_attempt(f"FICH:{name}:{secret}".encode()) is None
+
+
+def test_a_token_login_counts_against_the_sessions_of_the_account(
+    session_db: Database, loop: asyncio.AbstractEventLoop, user: Callable[..., str]
+) -> None:
+    """FICH gets in as PASS does: counted in the account's sessions, and refused (810,
+    closing) past their cap."""
+    from tests.support.clock import FakeClock
+
+    clock = FakeClock()
+    name = user("tok")
+
+    def session() -> Client:
+        return Client(make_session(session_db, clock=clock, sessions_per_account=2), loop)
+
+    owner = session()
+    owner.raw(f"USER:{name}")
+    assert owner.code(f"PASS:{PASSWORD}") == 102
+    _, secret = new_token(owner)
+    second = session()
+    assert second.code(f"FICH:{name}:{secret}") == 102
+    third = session()
+    r = third.cmd(f"FICH:{name}:{secret}")
+    assert r.code == 810 and "too many sessions" in r.text
+    assert third.closed and not third.session.logged_in
