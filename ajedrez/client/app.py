@@ -27,6 +27,7 @@ from ajedrez.client.output import ago
 from ajedrez.client.protocol import Client, game_id
 from ajedrez.client.sync import sync_all
 from ajedrez.client.tokens import Token, TokenStore, token_key, token_store
+from ajedrez.espol.codes import Reply
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # refused: by the server or by a local check (illegal move, not your turn)
@@ -249,6 +250,10 @@ class App:
             )
             return False
         except ProtocolFailure as e:
+            # An older server without FICH (800), or an entry it cannot read (801, 802);
+            # any other refusal (810: too many sessions) the password would get too.
+            if e.code not in (Reply.F_CMDINV, Reply.F_NFIELDS, Reply.F_PARAM):
+                raise
             self.warn(
                 f"{server} did not take the login token ({e.code} {e.name}); logging in "
                 "with the password"

@@ -6,11 +6,19 @@ password is asked for again, saying why."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import signal
 import stat
 from pathlib import Path
 
+import pytest
+
+from ajedrez.client.app import App
+from ajedrez.client.cli import build_parser
+from ajedrez.client.errors import ProtocolFailure, reply_error
+from ajedrez.client.tokens import Token
+from ajedrez.espol.codes import Reply
 from tests.client.conftest import Machine
 
 
@@ -113,3 +121,61 @@ def test_watch_needs_no_password_with_a_token(machine, new_user) -> None:  # typ
         assert not any("password" in line for line in watch.err), watch.err
     finally:
         assert watch.stop(signal.SIGTERM) == 0
+
+
+class OldServer:
+    """A connection to a server of the release before tokens: FICH is an unknown
+    command (800, and the connection closes); USER and PASS work."""
+
+    def __init__(self, code: int = Reply.F_CMDINV) -> None:
+        self.code = code
+        self.closed = False
+        self.logins: list[tuple[str, str]] = []
+
+    def token_login(self, user: str, secret: str) -> str:
+        self.closed = True
+        raise reply_error(self.code, "unknown command 'FICH'; try HELP")
+
+    def login(self, user: str, password: str) -> str:
+        self.logins.append((user, password))
+        return user
+
+    def quit(self) -> None:
+        self.closed = True
+
+
+def test_an_older_server_gets_the_password_and_the_token_is_kept(tmp_path: Path) -> None:
+    args = build_parser().parse_args(
+        [
+            "--server",
+            "old.example:1995",
+            "--user",
+            "ana",
+            "--config",
+            str(tmp_path / "c.toml"),
+            "sync",
+        ]
+    )
+    err = io.StringIO()
+    app = App(
+        args, {"AJEDREZ_PASSWORD": "pw", "AJEDREZ_KEYRING": "no"}, io.StringIO(), err, io.StringIO()
+    )
+    app.token_store.put(app.token_key, Token(4, "s" * 43))
+    made: list[OldServer] = []
+
+    def connect() -> OldServer:
+        made.append(OldServer())
+        return made[-1]
+
+    app.connect = connect  # type: ignore[method-assign,assignment]
+    with app.session() as client:
+        assert client is made[1] and made[1].logins == [("ana", "pw")]
+    assert "did not take the login token (800 F_CMDINV)" in err.getvalue()
+    assert app.stored_token() == Token(4, "s" * 43)  # kept: another server may take it
+
+    # Another refusal of FICH (810: too many sessions) is not hidden behind the password.
+    made.clear()
+    app.connect = lambda: made.append(OldServer(Reply.F_ADDRLIMIT)) or made[-1]  # type: ignore[method-assign,assignment,func-returns-value]
+    with pytest.raises(ProtocolFailure), app.session():
+        pass
+    assert len(made) == 1
