@@ -32,6 +32,7 @@ from ajedrez.domain.export import result_text
 from ajedrez.domain.game_admin import GameAdmin, GameListing
 from ajedrez.domain.games import Games
 from ajedrez.domain.timecontrol import format_duration
+from ajedrez.domain.tokens import Tokens
 from ajedrez.domain.values import STATUS_FINISHED
 from ajedrez.espol import fields as values
 from ajedrez.server.settings import SettingsError, config_file, load
@@ -175,6 +176,17 @@ def build_parser() -> argparse.ArgumentParser:
     passwd = users.add_parser("passwd", help="set an account's password", epilog=NAME_EPILOG)
     passwd.add_argument("name", help=name_help)
     passwd.add_argument("--password-stdin", action="store_true", help=password_help)
+    tokens = users.add_parser(
+        "tokens", help="an account's login tokens (FICN): the machines it stays logged in on"
+    )
+    tokens.add_argument("name", help=name_help)
+    revoke = users.add_parser(
+        "revoke-tokens",
+        help="revoke an account's login tokens (all, or --id): they log no one in any more",
+        epilog=NAME_EPILOG,
+    )
+    revoke.add_argument("name", help=name_help)
+    revoke.add_argument("--id", type=int, default=None, help="only this token (from users tokens)")
 
     subs = top.add_parser("subs", help="subscription requests").add_subparsers(
         dest="action", required=True
@@ -460,6 +472,26 @@ def users_passwd(db: Database, args: argparse.Namespace) -> None:
     print(f"password of {name} changed")
 
 
+def users_tokens(db: Database, args: argparse.Namespace) -> None:
+    name = _checked(values.usuario, args.name)
+    rows = Tokens(db).listed_for(name)
+    if not rows:
+        print(f"{name} has no login tokens")
+        return
+    print(f"{'ID':>6}  {'LABEL':<24}  {'MADE':<16}  {'LAST USED':<16}  LAPSES")
+    for t in rows:
+        print(
+            f"{t.id:>6}  {shown(t.label):<24}  {_date(t.created_at):<16}  "
+            f"{_date(t.last_used_at):<16}  {_date(t.expires_at)}"
+        )
+
+
+def users_revoke_tokens(db: Database, args: argparse.Namespace) -> None:
+    name = _checked(values.usuario, args.name)
+    revoked = Tokens(db).revoke_for(name, args.id, by=actor())
+    print(f"{count(revoked, 'login token')} of {name} revoked")
+
+
 def subs_list(db: Database, _args: argparse.Namespace) -> None:
     pending = Accounts(db).list_subscriptions()
     if not pending:
@@ -583,6 +615,8 @@ COMMANDS: dict[tuple[str, str], Callable[[Database, argparse.Namespace], None]] 
     ("users", "list"): users_list,
     ("users", "remove"): users_remove,
     ("users", "passwd"): users_passwd,
+    ("users", "tokens"): users_tokens,
+    ("users", "revoke-tokens"): users_revoke_tokens,
     ("subs", "list"): subs_list,
     ("subs", "approve"): subs_approve,
     ("subs", "reject"): subs_reject,

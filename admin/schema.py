@@ -124,6 +124,8 @@ LOSSES: dict[str, tuple[Loss, ...]] = {
     "0013": (Loss("SELECT count(*) FROM blocks", "block", "blocks"),),
     # Which sessions each process serves: gone with the connections, not data.
     "0014": (),
+    # Their users log in with their passwords again.
+    "0015": (Loss("SELECT count(*) FROM tokens", "login token", "login tokens"),),
 }
 
 

@@ -15,10 +15,19 @@ from typing import TextIO
 
 from ajedrez.client.cache import Cache, cache_path
 from ajedrez.client.config import ConfigError, Settings, resolve
-from ajedrez.client.errors import ConnectionLost, NoSuchUser, Unreachable, WrongPassword
+from ajedrez.client.errors import (
+    ConnectionLost,
+    NoSuchUser,
+    ProtocolFailure,
+    Unreachable,
+    WrongPassword,
+    WrongToken,
+)
 from ajedrez.client.output import ago
 from ajedrez.client.protocol import Client, game_id
 from ajedrez.client.sync import sync_all
+from ajedrez.client.tokens import Token, TokenStore, token_key, token_store
+from ajedrez.espol.codes import Reply
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # refused: by the server or by a local check (illegal move, not your turn)
@@ -46,6 +55,7 @@ class App:
     stdin: TextIO
     _settings: Settings | None = None
     _password: str | None = None
+    _tokens: TokenStore | None = None
     # The local data's file and directory this run made, and whether it ever logged in:
     # made and never logged in, they hold nothing from the server (see discard_unused).
     _made: list[Path] = field(default_factory=list)
@@ -174,6 +184,13 @@ class App:
         self._password = password
         return password
 
+    def credentials(self) -> None:
+        """Before a command that logs in again and again (watch, observe): the password
+        asked now, once, unless a login token is kept (then it is asked only if the
+        server refuses the token)."""
+        if self.stored_token() is None:
+            self.password()
+
     def connect(self) -> Client:
         s = self.settings
         tls = None
@@ -184,28 +201,98 @@ class App:
                 raise CliError(f"cannot use the CA file {s.tls_ca}: {e}", EXIT_USAGE) from None
         return Client(s.host, s.port, timeout=s.timeout, trace=self.trace(), tls=tls)
 
+    @property
+    def token_store(self) -> TokenStore:
+        """Where this machine keeps its login tokens (``tokens.py``)."""
+        if self._tokens is None:
+            self._tokens = token_store(self.settings.config_path.parent, self.env)
+        return self._tokens
+
+    @property
+    def token_key(self) -> str:
+        s = self.settings
+        return token_key(s.host, s.port, self.user)
+
+    def stored_token(self) -> Token | None:
+        """The token kept for this user and server, if any. A keyring that fails (locked,
+        its daemon gone) is as if it kept none: the password still works."""
+        try:
+            return self.token_store.get(self.token_key)
+        except Exception as e:  # the keyring's errors are its backend's own classes
+            self.warn(f"cannot read the login token from {self.token_store.where}: {e}")
+            return None
+
+    def forget_token(self) -> bool:
+        try:
+            return self.token_store.forget(self.token_key)
+        except Exception as e:
+            raise CliError(
+                f"cannot remove the login token from {self.token_store.where}: {e}"
+            ) from None
+
+    def _token_login(self, client: Client, user: str) -> bool:
+        """Log in with the kept token: True when the server took it. A token it refuses
+        is forgotten (revoked, lapsed, or its account closed: it never works again); an
+        older server without FICH leaves it be. Either way the caller falls back to the
+        password, on a new connection (a refused FICH closes this one)."""
+        token = self.stored_token()
+        if token is None:
+            return False
+        server = self.settings.server
+        try:
+            client.token_login(user, token.secret)
+        except WrongToken as e:
+            self.forget_token()
+            self.warn(
+                f"the login token kept for {user} at {server} was refused ({e.code} {e.name}: "
+                "revoked, lapsed, or the password was reset); logging in with the password "
+                "(`ajedrez login` makes a new token)"
+            )
+            return False
+        except ProtocolFailure as e:
+            # An older server without FICH (800), or an entry it cannot read (801, 802);
+            # any other refusal (810: too many sessions) the password would get too.
+            if e.code not in (Reply.F_CMDINV, Reply.F_NFIELDS, Reply.F_PARAM):
+                raise
+            self.warn(
+                f"{server} did not take the login token ({e.code} {e.name}); logging in "
+                "with the password"
+            )
+            return False
+        except ValueError:  # a damaged entry: not even sendable
+            return False
+        return True
+
+    def _password_login(self, client: Client, user: str) -> None:
+        try:
+            client.login(user, self.password())
+        except WrongPassword as e:
+            raise CliError(
+                f"wrong password for {user} at {self.settings.server} ({e.code} {e.name})",
+                EXIT_AUTH,
+            ) from None
+        except NoSuchUser as e:
+            raise CliError(
+                f"no active user '{user}' at {self.settings.server}: check --user; a new "
+                "subscription works only once the administrator approves it "
+                f"({e.code} {e.name})",
+                EXIT_AUTH,
+            ) from None
+        except ValueError as e:
+            raise CliError(str(e), EXIT_USAGE) from None
+
     @contextmanager
-    def session(self) -> Iterator[Client]:
-        """A logged-in connection, closed with QUIT at the end."""
+    def session(self, *, token: bool = True) -> Iterator[Client]:
+        """A logged-in connection, closed with QUIT at the end: with the token this
+        machine keeps (``ajedrez login``) when there is one and ``token``, else, or when
+        the server refuses it, with the password."""
         user = self.user
         client = self.connect()
         try:
-            try:
-                client.login(user, self.password())
-            except WrongPassword as e:
-                raise CliError(
-                    f"wrong password for {user} at {self.settings.server} ({e.code} {e.name})",
-                    EXIT_AUTH,
-                ) from None
-            except NoSuchUser as e:
-                raise CliError(
-                    f"no active user '{user}' at {self.settings.server}: check --user; a new "
-                    "subscription works only once the administrator approves it "
-                    f"({e.code} {e.name})",
-                    EXIT_AUTH,
-                ) from None
-            except ValueError as e:
-                raise CliError(str(e), EXIT_USAGE) from None
+            if not (token and self._token_login(client, user)):
+                if token and client.closed:
+                    client = self.connect()
+                self._password_login(client, user)
             self._logged_in = True
             yield client
         finally:

@@ -61,6 +61,7 @@ from ajedrez.client.live_commands import (
     cmd_unseek,
     cmd_watch,
 )
+from ajedrez.client.login_commands import cmd_login, cmd_logout, cmd_tokens
 from ajedrez.client.play_commands import (
     cmd_accept,
     cmd_challenge,
@@ -165,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ajedrez",
         description="Correspondence chess from the terminal: keeps your games locally, "
         "works offline, syncs with an Ajedrez (ESPOL 2.0) server.",
-        epilog="Password: prompt, --password-stdin, or AJEDREZ_PASSWORD; never stored. "
+        epilog="Password: prompt, --password-stdin, or AJEDREZ_PASSWORD; never stored "
+        "(`ajedrez login` keeps a revocable token instead). "
         "See docs/client.md.",
     )
     parser.add_argument(
@@ -194,6 +196,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--comment", default="", help="your full name or a note for the administrator")
     p = add("unsubscribe", cmd_unsubscribe, "close your account (your active games are lost)")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p = add("login", cmd_login, "log in once: keep a login token, so commands need no password")
+    p.add_argument(
+        "--label", default=None, help="the token's name in `ajedrez tokens` (default: host name)"
+    )
+    p = add("logout", cmd_logout, "revoke this machine's login token and forget it")
+    p.add_argument(
+        "--all", action="store_true", help="revoke every login token of yours, on every machine"
+    )
+    p = add("tokens", cmd_tokens, "your login tokens: the machines logged in as you")
+    p.add_argument("--revoke", type=int, metavar="ID", help="revoke the token ID")
     p = add("sync", cmd_sync, "fetch what changed since the last sync (only new moves travel)")
     p.add_argument(
         "--full", action="store_true", help="forget the stored fechas and rebuild everything"

@@ -161,6 +161,18 @@ class BlocksFull(ProtocolFailure):
     """853 F_BLOCKFULL: BLOQ when the caller blocks as many users as allowed."""
 
 
+class WrongToken(ProtocolFailure):
+    """854 F_TOKINV: FICH with a wrong, revoked or lapsed token; the server closes."""
+
+
+class NoToken(ProtocolFailure):
+    """855 F_NOTOKEN: FICR of a token the caller does not have."""
+
+
+class TokensFull(ProtocolFailure):
+    """856 F_TOKENFULL: FICN when the caller has as many tokens as allowed."""
+
+
 class SeekExists(ProtocolFailure):
     """848 F_SEEKEXISTS: BUSC for a time control the caller already seeks, or while it
     holds the most seeks the server allows (the reason says which)."""
@@ -208,6 +220,9 @@ _FAILURES: dict[int, type[ProtocolFailure]] = {
     Reply.F_NOTACCEPTED: NotAccepted,
     Reply.F_NOBLOCK: NotBlocked,
     Reply.F_BLOCKFULL: BlocksFull,
+    Reply.F_TOKINV: WrongToken,
+    Reply.F_NOTOKEN: NoToken,
+    Reply.F_TOKENFULL: TokensFull,
 }
 
 

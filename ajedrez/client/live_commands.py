@@ -243,7 +243,7 @@ class Watch(Handler):
 
 def cmd_watch(app: App) -> int:
     with app.open_cache(create=True) as cache:
-        app.password()  # asked once: every reconnection uses it
+        app.credentials()  # asked once: every reconnection uses it
         handler = Watch(app, cache, app.args.exec, app.args.from_start)
         try:
             with stopped_by_sigterm():
@@ -399,7 +399,7 @@ def cmd_observe(app: App) -> int:
                 raise CliError(f"you do not observe {gid} ({e.code} {e.name})") from None
         app.say(f"No longer observing {gid}.")
         return EXIT_OK
-    app.password()
+    app.credentials()
     handler = Observe(app, gid)
     try:
         with stopped_by_sigterm():

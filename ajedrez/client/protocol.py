@@ -241,6 +241,25 @@ def stream_item(code: int, data: str) -> StreamItem | None:
     return None
 
 
+@dataclass(frozen=True)
+class TokenEntry:
+    """A login token as FICL lists it; the dates are fechas."""
+
+    id: int
+    label: str
+    created_at: int
+    last_used_at: int
+    expires_at: int
+
+
+def parse_token_entry(record: str) -> TokenEntry:
+    """``<id>:<etiqueta>:<creada>:<usada>:<caduca>``; a label holds no ':'."""
+    fields = record.split(":")
+    if len(fields) != 5 or not all(f.isdigit() for f in (fields[0], *fields[2:])):
+        raise ProtocolError(f"malformed FICL record {record!r}")
+    return TokenEntry(int(fields[0]), fields[1], *(int(f) for f in fields[2:]))
+
+
 class Transport(Protocol):
     """What :class:`Client` reads and writes: a connected socket, or a test's stand-in."""
 
@@ -494,8 +513,12 @@ class Client:
                 self.close()
                 raise ProtocolError(f"multi-part reply changed code from {code} to {code2}")
             parts.append(text)
+        # FICN's answer holds a token's secret: shown as the password is, never.
+        shown = (
+            [p.partition(":")[0] + ":********" for p in parts] if code == Reply.S_FICN else parts
+        )
         self._log(
-            f"< {code} " + (f"({len(parts)} parts) " if len(parts) > 1 else "") + _short(parts)
+            f"< {code} " + (f"({len(parts)} parts) " if len(parts) > 1 else "") + _short(shown)
         )
         return Response(code, parts)
 
@@ -615,6 +638,38 @@ class Client:
         self.pass_cmd(password)
         self.user = user
         return user
+
+    def token_login(self, user: str, secret: str) -> str:
+        """FICH: log in with a token instead of USER and PASS; returns the user name.
+        Raises WrongToken (the server closes the connection)."""
+        _field(user, "a user name")
+        try:
+            self.request("FICH", user, secret, shown=[user, "********"])
+        except ProtocolFailure:
+            self.close()  # every failure of FICH closes the connection (protocol.md 3)
+            raise
+        self.user = user
+        return user
+
+    def ficn(self, label: str) -> tuple[int, str]:
+        """FICN: a new token labelled ``label``: (its id, its secret)."""
+        text = self.request("FICN", label).text
+        head, _, secret = text.partition(":")
+        if not head.isdigit() or not secret:
+            raise ProtocolError(f"FICN answer is not <id>:<secreto>: {len(text)} characters")
+        return int(head), secret
+
+    def ficl(self) -> list[TokenEntry]:
+        """FICL: the caller's tokens, oldest first (never their secrets)."""
+        lines = "\n".join(self.request("FICL").parts).split("\n")
+        return [parse_token_entry(line) for line in lines if line]
+
+    def ficr(self, token_id: int | None) -> int:
+        """FICR: revoke a token (None: all of the caller's); how many were."""
+        text = self.request("FICR", "*" if token_id is None else str(token_id)).text
+        if not text.isdigit():
+            raise ProtocolError(f"FICR answer is not a count: {text!r}")
+        return int(text)
 
     def quit(self) -> None:
         """Send QUIT (no reply) and close the connection."""

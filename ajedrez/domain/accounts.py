@@ -185,6 +185,9 @@ class Accounts:
         with self.store.writing() as tx:
             if not tx.set_hash(name, new_hash):
                 raise Failure(Refusal.NO_SUCH_USER, f"no user '{name}'")
+            # A password reset is how a lost or stolen device is shut out: the tokens
+            # made with the old password go with it.
+            tx.drop_tokens_named(name)
             tx.audit(by, "users passwd", name)
 
     def list_subscriptions(self) -> list[SubscriptionInfo]:

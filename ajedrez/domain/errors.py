@@ -59,6 +59,10 @@ class Refusal(StrEnum):
     NOT_ACCEPTED = "not_accepted"  # a block between the two users forbids it
     NOT_BLOCKED = "not_blocked"  # the caller does not block that user
     BLOCKS_FULL = "blocks_full"  # the caller blocks as many users as allowed
+    # Tokens (logins that last).
+    WRONG_TOKEN = "wrong_token"  # no such token for that user: wrong, revoked or expired
+    NO_SUCH_TOKEN = "no_such_token"  # the caller has no token of that id
+    TOKENS_FULL = "tokens_full"  # the caller has as many tokens as allowed
 
 
 class Failure(Exception):

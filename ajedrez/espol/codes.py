@@ -56,6 +56,9 @@ class Reply(IntEnum):
     S_BLOQ = 232  # the user is blocked (BLOQ)
     S_BLOR = 233  # the user is no longer blocked (BLOR)
     S_BLOL = 234  # data: the users the caller blocks (BLOL)
+    S_FICN = 235  # token made (FICN); data: <id>:<secreto>, the secret shown this once
+    S_FICL = 236  # data: the caller's tokens (FICL), never their secrets
+    S_FICR = 237  # token(s) revoked (FICR); data: how many
 
     # -- system errors ---------------------------------------------------------
     E_STORAGE = 401  # the database cannot be reached or refused the work; retry later
@@ -120,6 +123,10 @@ class Reply(IntEnum):
     F_NOTACCEPTED = 851  # a block between the two users forbids it (JUEG, CHAT, OBSV)
     F_NOBLOCK = 852  # BLOR: the caller does not block that user
     F_BLOCKFULL = 853  # BLOQ: the caller blocks as many users as allowed
+    # -- failures: tokens ------------------------------------------------------
+    F_TOKINV = 854  # FICH: wrong, revoked or expired token; the connection closes
+    F_NOTOKEN = 855  # FICR: the caller has no token of that id
+    F_TOKENFULL = 856  # FICN: the caller has as many tokens as allowed
 
 
 SUCCESS_CLASSES = (1, 2, 3)
@@ -183,6 +190,9 @@ REFUSAL_CODES: dict[Refusal, Reply] = {
     Refusal.NOT_ACCEPTED: Reply.F_NOTACCEPTED,
     Refusal.NOT_BLOCKED: Reply.F_NOBLOCK,
     Refusal.BLOCKS_FULL: Reply.F_BLOCKFULL,
+    Refusal.WRONG_TOKEN: Reply.F_TOKINV,
+    Refusal.NO_SUCH_TOKEN: Reply.F_NOTOKEN,
+    Refusal.TOKENS_FULL: Reply.F_TOKENFULL,
 }
 
 

@@ -69,6 +69,14 @@ SPECS: dict[str, Spec] = {
             runs=work_of("log_in"),
         ),
         _spec(
+            "FICH",
+            False,
+            "log in with a token from FICN instead of USER and PASS",
+            ("usuario", v.usuario),
+            ("secreto", v.secreto),
+            runs=work_of("token_log_in"),
+        ),
+        _spec(
             "SUBS",
             False,
             "ask the administrator for an account",
@@ -269,6 +277,14 @@ SPECS: dict[str, Spec] = {
         ),
         _spec("BLOR", True, "unblock a user", _USUARIO),
         _spec("BLOL", True, "the users you block"),
+        _spec(
+            "FICN",
+            True,
+            "make a login token (FICH) labelled etiqueta; its secret is shown this once",
+            ("etiqueta", v.etiqueta),
+        ),
+        _spec("FICL", True, "your login tokens: <id>:<etiqueta>:<creada>:<usada>:<caduca>"),
+        _spec("FICR", True, "revoke a login token of yours, or all of them (*)", ("id", v.ficha)),
         _spec(
             "UNSU",
             True,

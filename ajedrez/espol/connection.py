@@ -74,6 +74,7 @@ class Connection(asyncio.Protocol):
         # A password check (PASS, UNSU) and its place in the address's queue: see throttle.py.
         self.gate: LoginGate | None = None  # the login's grace and password checks' turns
         self.login_line = b""  # the line of the password check waiting its turn
+        self.login_where = Work.PASSWORD  # where that line runs (FICH: a command thread)
         self.stream: Stream | None = None  # EVEN: this connection streams events
         self.protocol = "espol"  # its label in the metrics: espol or espol-tls
         self.line_in: tuple[str, float] | None = None  # the running line's command, start
@@ -259,7 +260,7 @@ class Connection(asyncio.Protocol):
             self._in_thread(session, line, where)
             return
         assert self.gate is not None
-        self.login_line = line
+        self.login_line, self.login_where = line, where
         self.gate.request(
             user, session.peer, self._check_password, lambda: self.closing, self._login_dropped
         )
@@ -271,7 +272,7 @@ class Connection(asyncio.Protocol):
         session, gate = self.session, self.gate
         assert session is not None and gate is not None
         line, self.login_line = self.login_line, b""
-        self._in_thread(session, line, Work.PASSWORD, before_reply=gate.done)
+        self._in_thread(session, line, self.login_where, before_reply=gate.done)
 
     def _login_dropped(self) -> None:
         """The client left while its password check waited: nothing runs."""

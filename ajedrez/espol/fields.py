@@ -228,6 +228,32 @@ def required_control(value: str) -> str:
     return found
 
 
+_SECRETO = re.compile(r"[A-Za-z0-9_-]{43}")
+
+
+def secreto(value: str) -> str:
+    """A token's secret as FICN gave it: 43 base64url characters (32 random bytes)."""
+    if not _SECRETO.fullmatch(value):
+        raise ValueError("invalid token: 43 characters A-Z, a-z, 0-9, '-' or '_' (from FICN)")
+    return value
+
+
+def etiqueta(value: str) -> str:
+    """A token's label (the client machine's name): 1-64 characters, a comment's rules."""
+    if not 1 <= len(value) <= 64:
+        raise ValueError("invalid label: 1-64 characters")
+    return comentario(value)
+
+
+def ficha(value: str) -> int | None:
+    """FICR's target: a token's id, or '*' for all the caller's tokens (None)."""
+    if value == "*":
+        return None
+    if not _DIGITS.fullmatch(value) or len(value) > 18:
+        raise ValueError(f"invalid token id '{shown(value)}': a number from FICN or FICL, or *")
+    return int(value)
+
+
 def help_topic(value: str) -> str:
     if value and not (len(value) == 4 and value.isascii() and value.isalpha()):
         raise ValueError(f"invalid command name '{shown(value)}'")

@@ -46,7 +46,7 @@ from ajedrez.service.service import Service, not_watching, watches
 log = logging.getLogger("ajedrez.session")
 
 # Failures of these commands before login end the connection (docs/protocol.md section 3).
-_LOGIN_COMMANDS = frozenset({"USER", "PASS"})
+_LOGIN_COMMANDS = frozenset({"USER", "PASS", "FICH"})
 
 
 @dataclass
@@ -145,6 +145,9 @@ class Session:
         (which checks the logged-in user's password). The transport throttles these."""
         if raw.startswith(b"PASS:") and self.pending_user and not self.logged_in:
             return self.pending_user
+        if raw.startswith(b"FICH:") and not self.logged_in:
+            # The name as sent: a malformed line is refused before any check runs.
+            return raw[5:].split(b":", 1)[0].decode("utf-8", "replace")[:64] or "-"
         if raw.startswith(b"UNSU:") and self.caller is not None:
             return self.caller.name
         return None
@@ -201,6 +204,13 @@ class Session:
         if self.pending_user is None:
             return self._reply(Reply.F_SEQ, "PASS must follow a successful USER", close=True)
         self.caller = self.service.log_in(self.pending_user, password, self.address, self.peer)
+        return self._reply(Reply.S_PASSWD, self.caller.name)
+
+    def do_FICH(self, name: str, secret: str) -> Outcome:
+        if self.logged_in:
+            return self._reply(Reply.F_LOGGED, f"already logged in as '{self._me.name}'")
+        self.pending_user = None
+        self.caller = self.service.token_log_in(name, secret, self.address, self.peer)
         return self._reply(Reply.S_PASSWD, self.caller.name)
 
     def do_SUBS(self, name: str, password: str, comment: str) -> Outcome:
@@ -443,6 +453,40 @@ class Session:
 
     def do_BLOL(self) -> Outcome:
         return self._records(Reply.S_BLOL, self.service.blocks.blocked(self._me.id))
+
+    # -- logins that last ------------------------------------------------------------------
+
+    def do_FICN(self, label: str) -> Outcome:
+        token_id, secret = self.service.tokens.create(self._me.id, label)
+        log.info("token %d made by %s", token_id, self.who())  # its id, never its secret
+        return self._reply(Reply.S_FICN, f"{token_id}:{secret}")
+
+    def do_FICL(self) -> Outcome:
+        records = [
+            ":".join(
+                [
+                    str(t.id),
+                    t.label,
+                    format_fecha(t.created_at),
+                    format_fecha(t.last_used_at),
+                    format_fecha(t.expires_at),
+                ]
+            )
+            for t in self.service.tokens.listed(self._me.id)
+        ]
+        # A label may hold a ',' (a comment's rules): one token a line.
+        return self._records(Reply.S_FICL, records, sep="\n")
+
+    def do_FICR(self, token_id: int | None) -> Outcome:
+        tokens = self.service.tokens
+        if token_id is None:
+            count = tokens.revoke_all(self._me.id)
+            log.info("all %d token(s) of %s revoked", count, self.who())
+        else:
+            tokens.revoke(self._me.id, token_id)
+            count = 1
+            log.info("token %d revoked by %s", token_id, self.who())
+        return self._reply(Reply.S_FICR, str(count))
 
     def do_PGNX(self, game_id: int, with_chat: bool = False) -> Outcome:
         text = self.games.pgn(game_id, caller_id=self._me.id, with_chat=with_chat)

@@ -102,4 +102,8 @@ REFUSALS: dict[Refusal, str] = {
     Refusal.NOT_ACCEPTED: "No aceptado",
     Refusal.NOT_BLOCKED: "No bloqueado",
     Refusal.BLOCKS_FULL: "Demasiados bloqueos",
+    # The seed protocols have no tokens; a front end never meets these.
+    Refusal.WRONG_TOKEN: "Ficha incorrecta",
+    Refusal.NO_SUCH_TOKEN: "No existe la ficha",
+    Refusal.TOKENS_FULL: "Demasiadas fichas",
 }

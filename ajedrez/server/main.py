@@ -379,7 +379,15 @@ async def _serve(
         catch_up_limit=settings.event_catch_up_limit,
     )
     moves = Moves.of(db, *time)
-    service = make_service(accounts, games, moves, lim, settings.command_threads, hub)
+    service = make_service(
+        accounts,
+        games,
+        moves,
+        lim,
+        settings.command_threads,
+        hub,
+        token_lifetime=settings.token_days * 86_400,
+    )
     sockets = listeners or {}
     served = [
         Listener(kind, frontend, port, context, sockets.get(kind))

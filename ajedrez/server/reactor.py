@@ -29,6 +29,7 @@ from typing import Any
 from ajedrez.domain.accounts import Accounts
 from ajedrez.domain.games import Games
 from ajedrez.domain.presence import Presence
+from ajedrez.domain.tokens import DEFAULT_LIFETIME_S
 from ajedrez.server.settings import Limits
 from ajedrez.service.frontend import Client, Frontend, Turnaway
 from ajedrez.service.hub import Hub
@@ -64,6 +65,8 @@ def make_service(
     command_threads: int = 16,
     hub: Hub | None = None,
     presence: Presence | None = None,
+    *,
+    token_lifetime: int = DEFAULT_LIFETIME_S,
 ) -> Service:
     """The service with the limits of ``limits``: login throttle, sign-ups per address,
     requests that notify others per account, the threads that hash passwords."""
@@ -87,6 +90,7 @@ def make_service(
         guests_per_address=lim.max_guests_per_address,
         sessions_per_account=lim.max_sessions_per_account,
         presence=presence,
+        token_lifetime=token_lifetime,
         hub=hub,
     )
 

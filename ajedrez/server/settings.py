@@ -94,6 +94,7 @@ class Settings:
     # Clocks (docs/protocol.md section 5).
     default_time_control: str = "none"  # for a JUEG that names none
     leave_days: int = 30  # leave per player and calendar year
+    token_days: int = 90  # a login token (FICN) lapses after this many days unused
     flag_grace: float = 300.0  # seconds after start-up before any game ends on time
     clock_poll: float = 1.0  # seconds between the scheduler's looks at the next deadline
     clock_min_seconds: int = 10  # the smallest initial bank a time control may have
@@ -194,6 +195,8 @@ def load(path: str | None, overrides: dict[str, Any]) -> Settings:
         raise SettingsError("setting ipv6_block_size must be at most 128")
     if limits.max_sessions_per_account < 1:
         raise SettingsError("setting max_sessions_per_account must be at least 1")
+    if settings.token_days < 1:
+        raise SettingsError("setting token_days must be at least 1")
     if settings.event_retention_days < 0:
         raise SettingsError("setting event_retention_days must be at least 0")
     if settings.event_catch_up_limit < 1:
@@ -293,6 +296,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"iccf-10/50...) or <initial>+<increment>[/<cap>] ({d.default_time_control})",
     )
     p.add_argument("--leave-days", type=int, help=f"leave days per player a year ({d.leave_days})")
+    p.add_argument(
+        "--token-days",
+        type=int,
+        help=f"days a login token (FICN) stays good after its last use ({d.token_days})",
+    )
     p.add_argument(
         "--flag-grace",
         type=float,

@@ -35,6 +35,7 @@ from ajedrez.domain.games import Games
 from ajedrez.domain.guests import Guests
 from ajedrez.domain.presence import RENEW_EVERY, SESSIONS_PER_ACCOUNT, Presence
 from ajedrez.domain.rules import Players, plays, stranger
+from ajedrez.domain.tokens import DEFAULT_LIFETIME_S, Tokens
 from ajedrez.domain.values import game_name
 from ajedrez.service.guests import GuestBook
 from ajedrez.service.hub import Hub
@@ -83,6 +84,7 @@ class Service:
         guests_per_address: int = 16,
         sessions_per_account: int = SESSIONS_PER_ACCOUNT,
         presence: Presence | None = None,
+        token_lifetime: int = DEFAULT_LIFETIME_S,
     ) -> None:
         self.accounts = accounts
         self.games = games
@@ -92,6 +94,8 @@ class Service:
         self.events = events  # operations in EVENTFUL per account
         self._held: set[int] = set()  # accounts refused by ``events`` since last allowed
         self._blocks: Blocks | None = None
+        self.token_lifetime = token_lifetime  # seconds a token lasts unused (token_days)
+        self._tokens: Tokens | None = None
         self.hub = hub  # the process's event hub: None where nothing streams
         self.pools = {
             Work.THREAD: ThreadPoolExecutor(command_threads, thread_name_prefix="command"),
@@ -232,6 +236,13 @@ class Service:
                 if not self._owed[caller]:
                     del self._owed[caller]
 
+    @property
+    def tokens(self) -> Tokens:
+        """Logins that last (FICN, FICH, FICL, FICR), on the accounts' store."""
+        if self._tokens is None:
+            self._tokens = Tokens(self.accounts.store, self.accounts.clock, self.token_lifetime)
+        return self._tokens
+
     async def stop_guests(self) -> None:
         """Stop renewing guests' leases (their connections are gone: stopping)."""
         if self._guests is not None:
@@ -281,7 +292,13 @@ class Service:
             raise
         if self.throttle is not None:
             self.throttle.succeeded(address, caller.name)
-        # Last: a login that fails leaves nothing to count out.
+        self._arrive(caller, peer)
+        log.info("login %s@%s", caller.name, peer)
+        return caller
+
+    def _arrive(self, caller: Caller, peer: str) -> None:
+        """Count a session that logged in (PASS or FICH) in; last, so that a login that
+        fails leaves nothing to count out."""
         try:
             self.presence.arrive(caller.id, caller.name)
         except Failure as f:
@@ -293,7 +310,23 @@ class Service:
             log.warning("login of %r from %s not counted: %s", caller.name, peer, e)
             with self._uncounted_lock:
                 self._uncounted[caller.id] += 1
-        log.info("login %s@%s", caller.name, peer)
+
+    def token_log_in(self, name: str, secret: str, address: str, peer: str) -> Caller:
+        """FICH: log in with a token (once the login gate lets it, as a password). A
+        wrong, revoked or expired one is a failed login: it counts against the address
+        and the name like a wrong password, and is logged, never the secret. A session
+        that logs in is counted in, as after PASS."""
+        try:
+            caller = self.tokens.log_in(name, secret)
+        except Failure as f:
+            log.warning("failed token login for %r from %s", name, peer)
+            if self.throttle is not None and f.kind is Refusal.WRONG_TOKEN:
+                self.throttle.failed(address, name)
+            raise
+        if self.throttle is not None:
+            self.throttle.succeeded(address, caller.name)
+        self._arrive(caller, peer)
+        log.info("login %s@%s (token)", caller.name, peer)
         return caller
 
     def sign_up(self, name: str, password: str, comment: str, address: str, peer: str) -> None:

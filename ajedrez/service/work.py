@@ -8,7 +8,8 @@ whose future completes when the store has done it. These are what a waiting play
 after every move; a thread hand-off would cost more than they do.
 THREAD: on a command thread; the operation may block on the database.
 PASSWORD: on the few threads that run the (deliberately slow) password hash, once the
-login gate lets it (a login, closing an account).
+login gate lets it (a login, closing an account). A login with a token (FICH) waits for
+the gate as well, but runs on a command thread: it hashes with SHA-256, not argon2.
 SUBSCRIPTION: on the threads that hash sign-up passwords, so a flood of requests never
 takes a login's turn.
 """

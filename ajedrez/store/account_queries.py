@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, or_, select, update
 
-from ajedrez.store.models import Subscription, User
+from ajedrez.store.models import Subscription, Token, User
 
 
 class AccountQueries:
@@ -110,9 +110,11 @@ class AccountQueries:
         return bool(done.rowcount)
 
     def close_account(self, user_id: int) -> None:
+        """The account is closed; its tokens (logins that last) go with it."""
         self.conn.execute(
             update(User).where(User.id == user_id).values(active=False, changed_at=self.stamp)
         )
+        self.conn.execute(delete(Token).where(Token.user_id == user_id))
 
     def active_users_since(self, since: int) -> list[str]:
         names = self.conn.scalars(

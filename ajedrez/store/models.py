@@ -444,6 +444,22 @@ class Block(Base):
     created_at: Mapped[int] = mapped_column(BigInteger)
 
 
+class Token(Base):
+    """A login that lasts (FICN, FICH): a revocable session token of ``user_id``. Only
+    the SHA-256 of its secret is kept (hex); the secret was shown once, to the client
+    that made it. ``expires_at`` moves on each use (a sliding lifetime)."""
+
+    __tablename__ = "tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    label: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    last_used_at: Mapped[int] = mapped_column(BigInteger)
+    expires_at: Mapped[int] = mapped_column(BigInteger)
+
+
 def generated_id_tables() -> list[str]:
     """The tables whose integer ids the database generates (SQLite's rowid, PostgreSQL's
     sequences), in the order their rows may be written."""

@@ -21,6 +21,7 @@ from ajedrez.store.guest_queries import GuestQueries
 from ajedrez.store.live_queries import LiveQueries
 from ajedrez.store.models import AdminAudit, Removal
 from ajedrez.store.presence_queries import PresenceQueries
+from ajedrez.store.token_queries import TokenQueries
 
 # Rows per statement when many are written at once: far below any driver's limit on
 # bound parameters.
@@ -28,7 +29,15 @@ CHUNK = 500
 
 
 @dataclass
-class Tx(GameQueries, AccountQueries, GuestQueries, LiveQueries, BlockQueries, PresenceQueries):
+class Tx(
+    GameQueries,
+    AccountQueries,
+    GuestQueries,
+    LiveQueries,
+    BlockQueries,
+    PresenceQueries,
+    TokenQueries,
+):
     conn: Connection
     stamp: int
     # The events of this transaction, written by ``flush_events`` just before it commits.

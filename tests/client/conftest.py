@@ -48,6 +48,9 @@ class Machine:
         env["XDG_CONFIG_HOME"] = str(self.home / "config")
         env["XDG_DATA_HOME"] = str(self.home / "xdg-data")
         env["PYTHONIOENCODING"] = "utf-8"
+        # Login tokens go to the machine's own config directory, never to the keyring of
+        # whoever runs the tests.
+        env["AJEDREZ_KEYRING"] = "no"
         if password is not None:
             env["AJEDREZ_PASSWORD"] = password
         return env

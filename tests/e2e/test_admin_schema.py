@@ -58,6 +58,7 @@ def test_downgrade_that_would_lose_data_is_refused_unless_forced(cli, fresh):
         r,
         1,
         "going back to 0004 would lose",
+        "1 login token (migration 0015)",
         "2 blocks (migration 0013)",
         "1 guest (kept as a closed account) (migration 0011)",
         "4 records of rows 'import espol' wrote (migration 0009)",
@@ -76,7 +77,8 @@ def test_downgrade_that_would_lose_data_is_refused_unless_forced(cli, fresh):
     lines = r.out.splitlines()
     assert lines[0] == f"database schema taken back from {HEAD} to 0004"
     assert lines[1].startswith(
-        "lost: 2 blocks (migration 0013); 1 guest (kept as a closed account) (migration 0011); "
+        "lost: 1 login token (migration 0015); 2 blocks (migration 0013); "
+        "1 guest (kept as a closed account) (migration 0011); "
         "4 records of rows 'import espol' wrote (migration 0009); 3 "
     )
     assert "3 chat messages" in lines[1] and "1 game with a clock" in lines[1]
@@ -84,7 +86,9 @@ def test_downgrade_that_would_lose_data_is_refused_unless_forced(cli, fresh):
     assert current_revision(database) == "0004"
     action, target, detail = audit_rows(database)[-1]
     assert (action, target) == ("db downgrade", "0004")
-    assert detail.startswith(f"from {HEAD}; lost 2 blocks (migration 0013); 1 guest")
+    assert detail.startswith(
+        f"from {HEAD}; lost 1 login token (migration 0015); 2 blocks (migration 0013); 1 guest"
+    )
 
     # This release brings it forward again; what 0004 holds is all there and works.
     assert_ok(cli("db", "upgrade", url=url))
@@ -143,8 +147,9 @@ def test_downgrade_on_a_terminal_asks_first(cli, fresh):
 
     r = cli("db", "downgrade", "0006", "--force", url=url, tty=True, stdin="n\n")
     question = (
-        f"take the database schema back from {HEAD} to 0006, losing 2 blocks (migration "
-        "0013); 1 guest (kept as a closed account) (migration 0011); 4 records of rows "
+        f"take the database schema back from {HEAD} to 0006, losing 1 login token (migration "
+        "0015); 2 blocks (migration 0013); 1 guest (kept as a closed account) (migration "
+        "0011); 4 records of rows "
         "'import espol' wrote "
         "(migration 0009); 3 chat messages"
     )

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from ajedrez.domain.accounts import Accounts
+from ajedrez.domain.tokens import Tokens, secret_hash
 from tests.support.admin import (
     Terminal,
     answered,
@@ -369,3 +371,45 @@ def test_subs_list_when_none_is_pending(cli, private_db):
     r = cli("subs", "list", url=url)
     assert_ok(r)
     assert r.out == "no pending subscriptions\n"
+
+
+# -- users tokens / revoke-tokens ----------------------------------------------------------
+
+
+def test_users_tokens_and_revoke_tokens(cli, server, new_user, db):
+    name = new_user()
+    me = Accounts(db).login(name, PASSWORD)
+    tokens = Tokens(db)
+    first, secret1 = tokens.create(me.id, "ana's laptop")
+    _, secret2 = tokens.create(me.id, "desk")
+    _, secret3 = tokens.create(me.id, "phone")
+
+    r = cli("users", "tokens", name)
+    assert_ok(r)
+    assert "ana's laptop" in r.out and "desk" in r.out and "phone" in r.out
+    assert secret1 not in r.out and secret_hash(secret1) not in r.out
+
+    assert_ok(r := cli("users", "revoke-tokens", name, "--id", str(first)))
+    assert r.out == f"1 login token of {name} revoked\n"
+    assert tcp_token_login(server, name, secret1) == 854
+    assert tcp_token_login(server, name, secret2) == 102  # the others still log in
+    assert_error(cli("users", "revoke-tokens", name, "--id", str(first)), 1, "no token")
+
+    assert_ok(r := cli("users", "revoke-tokens", name))
+    assert r.out == f"2 login tokens of {name} revoked\n"
+    assert tcp_token_login(server, name, secret3) == 854
+    assert cli("users", "tokens", name).out == f"{name} has no login tokens\n"
+    done = [(r.action, r.detail) for r in audit_rows(db, name)]
+    assert done[-2:] == [
+        ("users revoke-tokens", f"token {first}"),
+        ("users revoke-tokens", "all: 2"),
+    ]
+
+    assert_error(cli("users", "tokens", unique_name("nobody")), 1, "no user")
+    assert_error(cli("users", "revoke-tokens", "bad name"), 2)
+
+
+def tcp_token_login(server, name: str, secret: str) -> int:  # type: ignore[no-untyped-def]
+    with server.connect() as c:
+        c.send(f"FICH:{name}:{secret}")
+        return int(c.reply().code)

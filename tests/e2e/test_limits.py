@@ -45,6 +45,7 @@ def test_settings_precedence_command_line_over_file_over_defaults(tmp_path: Path
         ('tls_cert = "a.pem"\n', "go together"),
         ("metrics_max_connections = 0\n", "metrics_max_connections must be at least 1"),
         ("metrics_request_timeout = 0\n", "metrics_request_timeout must be above 0"),
+        ("token_days = 0\n", "token_days must be at least 1"),
         ('binary_time_control = "soon"\n', "binary_time_control"),
     ],
 )

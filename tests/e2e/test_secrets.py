@@ -11,12 +11,13 @@ are searched for each password; none may appear.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from pathlib import Path
 
 from sqlalchemy import column, inspect, select, table, text
 
-from tests.support.common import unique_name, wait_for
+from tests.support.common import PASSWORD, unique_name, wait_for
 from tests.support.espol import Conn, Reply
 from tests.support.hardening import check_reply, sqlite_path
 from tests.support.server import admin
@@ -183,3 +184,46 @@ def _sqlite_files_holding(database_url: str, needles: list[str]) -> list[str]:
             data = f.read_bytes()
             hits += [f.name for n in needles if n.encode("utf-8") in data]
     return hits
+
+
+def test_no_token_secret_in_database_logs_or_other_replies(server, db, database_url, new_user):
+    """A login token's secret (docs/security.md, "Login tokens") is in FICN's reply and
+    nowhere else: not in the tables or the SQLite files (only its SHA-256), not in the
+    log, not in FICL's reply; nor is a wrong one a client sent."""
+    rec = Recorder(server)
+    log_from = len(server.log)
+    player = new_user("st")
+    with rec.connect() as c:
+        assert c.cmd(f"USER:{player}").code == 101
+        assert c.cmd(f"PASS:{PASSWORD}").code == 102
+        made = c.cmd("FICN:secrets test")
+        assert made.code == 235
+        revoked = c.cmd("FICN:revoked")
+        assert revoked.code == 235
+    token = made.data.decode().split(":", 1)[1]
+    gone_id, gone = revoked.data.decode().split(":", 1)
+    wrong = uuid.uuid4().hex + uuid.uuid4().hex[:11]  # 43 characters, as a secret
+    with rec.connect() as c:
+        assert c.cmd(f"FICH:{player}:{token}").code == 102
+        assert c.cmd("FICL").code == 236
+        assert c.cmd(f"FICR:{gone_id}").code == 237
+    with rec.connect() as c:
+        assert c.cmd(f"FICH:{player}:{gone}").code == 854
+    with rec.connect() as c:
+        assert c.cmd(f"FICH:{player}:{wrong}").code == 854
+
+    assert wait_for(lambda: "failed token login" in server.log_text(), 15)
+    log = "\n".join(server.log[log_from:])
+    assert f"login {player}@" in log and "(token)" in log
+    others = [r for r in rec.replies if r.code != 235]
+    found: list[str] = []
+    for label, value in (("token", token), ("revoked", gone), ("wrong", wrong)):
+        for where, haystack in (
+            ("server log", log),
+            ("replies", "\n".join(r.data.decode("utf-8") for r in others)),
+        ):
+            found += [f"{label} in {where}"] if value in haystack else []
+        found += [f"{label} in table {t}" for t in _tables_holding(db, [value])]
+        found += [f"{label} in file {f}" for f in _sqlite_files_holding(database_url, [value])]
+    assert not found, found
+    assert "tokens" in _tables_holding(db, [hashlib.sha256(token.encode()).hexdigest()])

@@ -151,7 +151,7 @@ class TestCommandTable:
             assert name in SPECS, name
 
     def test_pre_login_set(self):
-        assert frozenset({"USER", "PASS", "SUBS", "HELP", "QUIT"}) == PRE_LOGIN
+        assert frozenset({"USER", "PASS", "FICH", "SUBS", "HELP", "QUIT"}) == PRE_LOGIN
 
     def test_aliases(self):
         assert ALIASES == {"TBLs": "TBLS", "RTBS": "RTBL"}

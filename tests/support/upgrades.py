@@ -38,6 +38,7 @@ from ajedrez.domain.live import existing_game
 from ajedrez.domain.passwords import hash_password
 from ajedrez.domain.rules import PROMOTION_CODES, replay
 from ajedrez.domain.timecontrol import DAY_MS, HOUR_MS, TimeControl, control_name
+from ajedrez.domain.tokens import Tokens, secret_hash
 from ajedrez.domain.values import (
     REQ_NONE,
     STATUS_ACTIVE,
@@ -134,6 +135,7 @@ class Built:
     imported: list[tuple[str, str, str]] = field(default_factory=list)  # from 0009
     guests: list[str] = field(default_factory=list)  # from 0011
     blocks: list[tuple[str, str]] = field(default_factory=list)  # from 0013
+    tokens: dict[str, str] = field(default_factory=dict)  # user -> secret, from 0015
 
     def game(self, key: str) -> GameSpec:
         return next(g for g in self.games if g.key == key)
@@ -159,6 +161,8 @@ USERS = [  # name, password, active, wins
 GUEST = "Zoe"
 # Who blocks whom, from 0013.
 BLOCKS = [("ana", "dmitri"), ("eva", "dmitri")]
+# Logins that last, from 0015: the user and the secret (the row keeps its hash).
+TOKENS = [("bob", "bob-laptop-secret-0123456789abcdefghijklmnopq")]
 
 GAMES = [
     # Both sides castle short; White takes en passant.
@@ -269,6 +273,19 @@ def build(database: Database, revision: str) -> Built:
                 row = {"blocker_id": built.ids[blocker], "blocked_id": built.ids[blocked]}
                 _insert(conn, "blocks", row | {"created_at": T0 + 3600})
                 built.blocks.append((blocker, blocked))
+        if since(revision, "0015"):
+            for name, secret in TOKENS:
+                row = {
+                    "user_id": built.ids[name],
+                    "secret_hash": secret_hash(secret),
+                    "label": f"{name}'s laptop",
+                    "created_at": T0 + 3600,
+                    "last_used_at": T0 + 7200,
+                    # Good until long after the tests' clock: only a revocation ends it.
+                    "expires_at": T0 + 100 * 365 * 86400,
+                }
+                _insert(conn, "tokens", row)
+                built.tokens[name] = secret
         for name, password, address in (
             ("gonzalo", "gonzalo quiere jugar", "192.0.2.7"),
             ("helena", "helena's request", ""),
@@ -684,6 +701,17 @@ def check(database: Database, built: Built, kept: str | None = None) -> None:
     blocks = Blocks(database, clock)
     for blocker, blocked in built.blocks:
         assert blocks.blocked(ids[blocker]) == ([blocked] if since(kept, "0013") else [])
+    tokens = Tokens(database, clock)
+    for name, secret in built.tokens.items():
+        if since(kept, "0015"):
+            assert tokens.log_in(name, secret).id == ids[name]
+        else:
+            try:
+                tokens.log_in(name, secret)
+            except Failure:
+                pass
+            else:
+                raise AssertionError(f"{name}'s token outlived the downgrade")
 
     # A pending takeback is answered; then every active game goes on with a legal move,
     # and the repeated position can be claimed as a draw.
