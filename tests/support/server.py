@@ -59,6 +59,8 @@ def start_server(
         # that limit set their own.
         *("--events-burst", "1000000"),
         *("--max-sessions-per-account", "1000000"),
+        # And the replay a stream may ask for: tests that read a whole history from 0.
+        *("--event-catch-up-limit", "1000000"),
         *extra,
     ]
     proc = subprocess.Popen(
