@@ -603,7 +603,7 @@ class Espol(RuleBasedStateMachine):
             ("", 800),
             ("JUEGO:x", 800),
             ("JUEG", 801),
-            (f"STAT:{pid}:1", 801),
+            (f"STAT:{pid}:1:2", 801),
             (f"JGDA:{pid}:1", 801),
             ("SRNK:x", 801),
             ("STAT:X", 802),
