@@ -283,17 +283,37 @@ class Service:
         """Check a password (on the password pool, once the login gate lets it); a wrong
         one counts against the address and the name (``throttle.py``). A session that
         logs in is counted in (``presence``) until its front end calls ``logged_out``."""
+        return self._checked_login(
+            lambda: self.accounts.login(name, password),
+            Refusal.WRONG_PASSWORD,
+            name,
+            address,
+            peer,
+        )
+
+    def _checked_login(
+        self,
+        check: Callable[[], Caller],
+        wrong: Refusal,
+        name: str,
+        address: str,
+        peer: str,
+        token: bool = False,
+    ) -> Caller:
+        """A login by ``check`` (a password's, or with ``token`` a token's): a refusal of
+        kind ``wrong`` counts against the address and the name, a success clears them,
+        and the session is counted in."""
         try:
-            caller = self.accounts.login(name, password)
+            caller = check()
         except Failure as f:
-            log.warning("failed login for %r from %s", name, peer)
-            if self.throttle is not None and f.kind is Refusal.WRONG_PASSWORD:
+            log.warning("failed %slogin for %r from %s", "token " if token else "", name, peer)
+            if self.throttle is not None and f.kind is wrong:
                 self.throttle.failed(address, name)
             raise
         if self.throttle is not None:
             self.throttle.succeeded(address, caller.name)
         self._arrive(caller, peer)
-        log.info("login %s@%s", caller.name, peer)
+        log.info("login %s@%s%s", caller.name, peer, " (token)" if token else "")
         return caller
 
     def _arrive(self, caller: Caller, peer: str) -> None:
@@ -316,18 +336,14 @@ class Service:
         wrong, revoked or expired one is a failed login: it counts against the address
         and the name like a wrong password, and is logged, never the secret. A session
         that logs in is counted in, as after PASS."""
-        try:
-            caller = self.tokens.log_in(name, secret)
-        except Failure as f:
-            log.warning("failed token login for %r from %s", name, peer)
-            if self.throttle is not None and f.kind is Refusal.WRONG_TOKEN:
-                self.throttle.failed(address, name)
-            raise
-        if self.throttle is not None:
-            self.throttle.succeeded(address, caller.name)
-        self._arrive(caller, peer)
-        log.info("login %s@%s (token)", caller.name, peer)
-        return caller
+        return self._checked_login(
+            lambda: self.tokens.log_in(name, secret),
+            Refusal.WRONG_TOKEN,
+            name,
+            address,
+            peer,
+            token=True,
+        )
 
     def sign_up(self, name: str, password: str, comment: str, address: str, peer: str) -> None:
         """Ask the administrator for an account (with open sign-up, make it); a few
